@@ -1,0 +1,3 @@
+"""repro: reproducible distributed deep-learning benchmarks."""
+
+__version__ = "0.1.0"

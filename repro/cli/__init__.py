@@ -1,0 +1,75 @@
+"""The `repro` command line: parse arguments, call one plain function per command, map errors to exit codes.
+
+Each command group lives in its own module here and registers its subcommands; command modules
+import only argparse at module level, so `repro --help` never loads TensorFlow, docker or ansible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from repro import __version__
+
+# Modules whose register(subparsers) adds subcommands, in the order of the data flow.
+COMMAND_MODULES = (
+    "repro.cli.manifest_cmds",
+    "repro.cli.image_cmds",
+    "repro.cli.hosts_cmds",
+    "repro.cli.bench_cmds",
+    "repro.cli.results_cmds",
+    "repro.cli.compare_cmds",
+)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser with every registered command."""
+    import importlib
+
+    parser = argparse.ArgumentParser(
+        prog="repro",
+        description="Reproducible distributed deep-learning benchmarks: "
+        "validate a stack, build its image, prepare hosts, benchmark, compare.",
+    )
+    parser.add_argument("--version", action="version", version=f"repro {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # a command group not written yet
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit status."""
+    from repro.errors import ReproError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int | None] = args.handler
+    try:
+        return int(handler(args) or EXIT_OK)
+    except ReproError as exc:
+        _stderr(exc.render())
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _stderr("interrupted")
+        return 130
+    except BrokenPipeError:
+        # output piped into `head` and closed: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK

@@ -1,0 +1,42 @@
+"""The canonical form of a resolved stack and its content hashes (pure).
+
+The hash is over the resolved stack (extends merged, derived fields filled) serialised as JSON with
+sorted keys: the same on every machine and every run, unchanged by comments, key order or the file's
+name, changed by any edit of a value. `name` and `description` are labels, not content.
+
+Two hashes: `stack_hash` keys results (everything that can change a measurement); `image_hash` keys
+images (only what goes into the image), so a stack that differs only in launch environment or
+benchmark defaults (XLA on/off, NCCL_* tuning) reuses its parent's image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from repro.manifest.schema import Stack
+
+LABELS = frozenset({"name", "description"})
+RUNTIME_ONLY = frozenset({"env", "benchmark"})
+HASH_LENGTH = 12
+
+
+def canonical(stack: Stack, *, exclude: frozenset[str] = LABELS) -> dict[str, Any]:
+    """The stack as plain JSON data, labels removed."""
+    return stack.model_dump(mode="json", exclude=set(exclude))
+
+
+def _digest(data: dict[str, Any]) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:HASH_LENGTH]
+
+
+def stack_hash(stack: Stack) -> str:
+    """Content hash of everything in the stack that can change a result."""
+    return _digest(canonical(stack))
+
+
+def image_hash(stack: Stack) -> str:
+    """Content hash of what goes into the stack's image."""
+    return _digest(canonical(stack, exclude=LABELS | RUNTIME_ONLY))

@@ -1,0 +1,448 @@
+"""Compatibility rules: check a resolved stack against repro's sourced table (compat.yaml). Pure.
+
+Each finding is an error (cannot work), a warning (works only with a source build, is unverified or
+deprecated) or a note, with the reason and the public source it rests on.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from repro.errors import Location
+from repro.manifest.loader import FieldPath, dotted
+from repro.manifest.resolve import LoadedStack
+from repro.manifest.schema import Stack
+
+ERROR, WARNING, NOTE = "error", "warning", "note"
+SEVERITIES = (ERROR, WARNING, NOTE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One compatibility finding about a stack."""
+
+    severity: str
+    rule: str
+    message: str
+    path: FieldPath = ()
+    source: str = ""
+    location: Location | None = None
+
+    def render(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        field_ = f"{dotted(self.path)}: " if self.path else ""
+        text = f"{where}{self.severity}[{self.rule}]: {field_}{self.message}"
+        if self.source:
+            text += f"\n    source: {self.source}"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "severity": self.severity,
+            "rule": self.rule,
+            "field": dotted(self.path),
+            "message": self.message,
+            "source": self.source,
+            "location": str(self.location) if self.location else None,
+        }
+
+
+# ---------------------------------------------------------------- version helpers
+
+
+def vtuple(version: str) -> tuple[int, ...]:
+    """'7.6.5' -> (7, 6, 5); '4.7-3.2.9.0' -> (4, 7, 3, 2, 9, 0); '2.5.6-1' -> (2, 5, 6, 1)."""
+    return tuple(int(p) for p in version.replace("-", ".").split(".") if p.isdigit())
+
+
+def matches(version: str, prefix: str) -> bool:
+    """True if `version` lies in the release line `prefix` ('7.4' matches 7.4.2; '11.x' any 11)."""
+    if prefix.endswith(".x"):
+        return vtuple(version)[:1] == vtuple(prefix[:-2])
+    want = vtuple(prefix)
+    return vtuple(version)[: len(want)] == want
+
+
+def in_list(version: str, items: list[str]) -> bool:
+    """Membership in a list of release lines and ranges ('3.3-3.6' covers 3.3, 3.4, 3.5, 3.6)."""
+    for item in items:
+        if "-" in item and item.count(".") == 2:
+            low, high = item.split("-")
+            mm = vtuple(version)[:2]
+            if vtuple(low) <= mm <= vtuple(high):
+                return True
+        elif matches(version, item):
+            return True
+    return False
+
+
+def mm(version: str) -> str:
+    """Major.minor of a version."""
+    return ".".join(str(p) for p in vtuple(version)[:2])
+
+
+@functools.lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    """The shipped compatibility table."""
+    text = resources.files("repro.manifest").joinpath("compat.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def _source(key: str | None) -> str:
+    if not key:
+        return ""
+    return table()["sources"].get(key, key)
+
+
+def _row(rows: list[dict], key: str, version: str) -> dict | None:
+    for row in rows:
+        values = row[key] if isinstance(row[key], list) else [row[key]]
+        if in_list(version, values):
+            return row
+    return None
+
+
+# ---------------------------------------------------------------- rules
+
+Rule = Callable[[Stack], Iterator[Finding]]
+RULES: list[Rule] = []
+
+
+def rule(fn: Rule) -> Rule:
+    RULES.append(fn)
+    return fn
+
+
+def _f(severity: str, rule_id: str, message: str, path: FieldPath, source: str = "") -> Finding:
+    return Finding(severity, rule_id, message, path, _source(source))
+
+
+@rule
+def tensorflow_python(s: Stack) -> Iterator[Finding]:
+    tf = s.tensorflow.version
+    row = _row(table()["tensorflow_builds"], "tf", tf)
+    if row is None:
+        yield _f(WARNING, "tf-known", f"TensorFlow {tf} is not in repro's table of tested builds; "
+                 "its Python/CUDA/cuDNN requirements are unchecked", ("tensorflow", "version"), "tf_table")
+        return
+    if not in_list(s.python, row["python"]):
+        sev = WARNING if s.tensorflow.build == "source" else ERROR
+        yield _f(sev, "tf-python", f"TensorFlow {tf} supports Python {', '.join(row['python'])}; "
+                 f"there is no official wheel for Python {s.python}", ("python",), row["source"])
+
+
+@rule
+def tensorflow_cuda(s: Stack) -> Iterator[Finding]:
+    if not s.gpu or not s.cuda:
+        return
+    tf = s.tensorflow.version
+    row = _row(table()["tensorflow_builds"], "tf", tf)
+    if row is None:
+        return
+    built = row["cuda"]
+    source_build = s.tensorflow.build == "source"
+    if int(built.split(".")[0]) < 11:
+        ok = mm(s.cuda) == built
+        why = (f"TensorFlow {tf}'s official binaries target CUDA {built} and load its libraries by exact "
+               f"version (libcudart.so.{built})")
+    else:
+        ok = vtuple(s.cuda)[:1] == vtuple(built)[:1]
+        why = f"TensorFlow {tf}'s official binaries are built against CUDA {built}"
+    if not ok:
+        if source_build:
+            yield _f(WARNING, "tf-cuda", f"{why}, so this CUDA {s.cuda} stack implies a TensorFlow source build "
+                     "(tensorflow.build: source): the wheel must come from your wheelhouse, and this "
+                     "combination was never tested by TensorFlow", ("cuda",), row["source"])
+        else:
+            yield _f(ERROR, "tf-cuda", f"{why}; the official wheel will not load CUDA {s.cuda}. Pin CUDA {built}, "
+                     "or build TensorFlow yourself and set tensorflow.build: source", ("cuda",), row["source"])
+    elif vtuple(s.cuda)[:2] < vtuple(built)[:2]:
+        yield _f(WARNING, "tf-cuda", f"CUDA {s.cuda} is older than the {built} TensorFlow {tf} was built with; "
+                 "libraries may lack symbols it needs", ("cuda",), "cuda_minor_compat")
+    elif vtuple(s.cuda)[:2] > vtuple(built)[:2]:
+        yield _f(NOTE, "tf-cuda", f"CUDA {s.cuda} is newer than the {built} TensorFlow {tf} was tested with; "
+                 "it runs through CUDA minor version compatibility", ("cuda",), "cuda_minor_compat")
+    if s.cudnn:
+        want = row["cudnn"]
+        have = vtuple(s.cudnn)
+        need = vtuple(want)
+        if have[:1] != need[:1] or have[1:2] < need[1:2]:
+            sev = WARNING if source_build else ERROR
+            yield _f(sev, "tf-cudnn", f"TensorFlow {tf} was built with cuDNN {want}: it requires the same major "
+                     f"version and a minor at least as new at run time, found {s.cudnn}", ("cudnn",), "tf_cudnn_check")
+
+
+@rule
+def cuda_driver(s: Stack) -> Iterator[Finding]:
+    if not s.cuda or not s.driver:
+        return
+    rows = table()["cuda_drivers"]
+    cuda = vtuple(s.cuda)
+    candidates = [r for r in rows if vtuple(r["cuda"])[: len(cuda)] == cuda]
+    if not candidates:  # e.g. 11.4.5: the nearest lower release of the same line
+        candidates = [r for r in rows if vtuple(r["cuda"])[:2] == cuda[:2] and vtuple(r["cuda"]) <= cuda]
+    if not candidates:
+        yield _f(WARNING, "cuda-driver", f"CUDA {s.cuda} is not in repro's driver table; the minimum driver "
+                 "is unchecked", ("cuda",), "cuda_drivers")
+        return
+    need = min(candidates, key=lambda r: vtuple(r["driver"])) if len(cuda) < 3 else candidates[-1]
+    if vtuple(s.driver) >= vtuple(need["driver"]):
+        return
+    family = next((r for r in table()["cuda_minor_compat"] if r["major"] == cuda[0]), None)
+    if family and vtuple(s.driver) >= vtuple(family["driver"]):
+        yield _f(WARNING, "cuda-driver", f"CUDA {s.cuda} wants driver >= {need['driver']}; driver {s.driver} runs it "
+                 f"only through minor version compatibility (CUDA {cuda[0]}.x on >= {family['driver']}), with a "
+                 "limited feature set; code that JIT-compiles PTX may fail", ("driver",), "cuda_minor_compat")
+        return
+    extra = ""
+    if family:
+        extra = f" (minor version compatibility needs >= {family['driver']} for CUDA {cuda[0]}.x)"
+    yield _f(ERROR, "cuda-driver", f"CUDA {s.cuda} needs NVIDIA driver >= {need['driver']}, "
+             f"but the hosts' driver is {s.driver}{extra}", ("driver",), "cuda_drivers")
+
+
+@rule
+def cudnn_cuda(s: Stack) -> Iterator[Finding]:
+    if not s.cuda or not s.cudnn:
+        return
+    row = _row(table()["cudnn_cuda"], "cudnn", s.cudnn)
+    if row is None:
+        yield _f(WARNING, "cudnn-cuda", f"cuDNN {s.cudnn} is not in repro's table; its CUDA support is unchecked",
+                 ("cudnn",), "cudnn_archive")
+        return
+    if not in_list(s.cuda, row["cuda"]):
+        sev = ERROR if row.get("verified", True) else WARNING
+        note = f" ({row['note']})" if row.get("note") else ""
+        yield _f(sev, "cudnn-cuda", f"cuDNN {s.cudnn} was published for CUDA {', '.join(row['cuda'])}, "
+                 f"not for CUDA {s.cuda}{note}", ("cudnn",), row["source"])
+
+
+@rule
+def nccl_cuda(s: Stack) -> Iterator[Finding]:
+    if not s.cuda or not s.nccl:
+        return
+    for bad in table()["nccl_unverified"]:
+        if matches(s.nccl, bad["nccl"]):
+            yield _f(WARNING, "nccl-release", f"NCCL {s.nccl}: {bad['note']}; the image build will fail unless "
+                     "you provide that package", ("nccl",), "cuda_images")
+            return
+    row = _row(table()["nccl_cuda"], "nccl", s.nccl)
+    if row is None:
+        yield _f(NOTE, "nccl-cuda", f"NCCL {s.nccl} is not in repro's table of published builds; check that NVIDIA "
+                 f"publishes libnccl2 {s.nccl}+cuda{mm(s.cuda)}", ("nccl",), "cuda_images")
+        return
+    if not in_list(s.cuda, row["cuda"]):
+        sev = ERROR if row.get("verified", True) else WARNING
+        yield _f(sev, "nccl-cuda", f"NCCL {s.nccl} was published for CUDA {', '.join(row['cuda'])}, not CUDA {s.cuda}",
+                 ("nccl",), row["source"])
+
+
+def _horovod_row(s: Stack) -> dict | None:
+    return _row(table()["horovod"], "horovod", s.horovod.version)
+
+
+@rule
+def horovod_tensorflow(s: Stack) -> Iterator[Finding]:
+    row = _horovod_row(s)
+    hv, tf = s.horovod.version, s.tensorflow.version
+    if row is None:
+        yield _f(WARNING, "horovod-known", f"Horovod {hv} is not in repro's table; its TensorFlow and Python "
+                 "support is unchecked", ("horovod", "version"), "horovod_tags")
+        return
+    note = f" ({row['note']})" if row.get("note") else ""
+    if vtuple(tf) < vtuple(row["tf_min"]):
+        yield _f(ERROR, "horovod-tf", f"Horovod {hv} requires TensorFlow >= {row['tf_min']}, found {tf}{note}",
+                 ("horovod", "version"), row["source"])
+        return
+    breaks = row.get("tf_breaks")
+    if breaks and vtuple(tf)[:2] >= vtuple(breaks):
+        k3 = table()["horovod_keras3"]
+        if any(p.replace(" ", "").startswith("tf-keras") or p.startswith("tf_keras") for p in s.packages.pip):
+            yield _f(WARNING, "horovod-keras3", f"TensorFlow {tf} with Horovod {hv} works only through the pinned "
+                     "tf-keras (Keras 2); untested by Horovod", ("tensorflow", "version"), k3["issue"])
+        else:
+            yield _f(ERROR, "horovod-keras3", f"{k3['note']} Found TensorFlow {tf} with Horovod {hv}.",
+                     ("tensorflow", "version"), k3["issue"])
+        return
+    if vtuple(tf)[:2] > vtuple(row["tf_tested_max"]):
+        yield _f(WARNING, "horovod-tf", f"Horovod {hv}'s CI covered TensorFlow up to {row['tf_tested_max']}; "
+                 f"TensorFlow {tf} is untested with it{note}", ("tensorflow", "version"), row["source"])
+
+
+@rule
+def horovod_python(s: Stack) -> Iterator[Finding]:
+    row = _horovod_row(s)
+    if row is None or in_list(s.python, row["python"]):
+        return
+    hv = s.horovod.version
+    supported = ", ".join(row["python"])
+    py = vtuple(s.python)[:2]
+    same_major = [vtuple(p.split("-")[0])[:2] for p in row["python"] if vtuple(p)[:1] == py[:1]]
+    if not same_major:
+        yield _f(ERROR, "horovod-python", f"Horovod {hv} does not support Python {s.python} (supported: {supported})"
+                 + (f"; {row['note']}" if row.get("note") else ""), ("python",), row["source"])
+    elif py < min(same_major):
+        yield _f(ERROR, "horovod-python", f"Horovod {hv} needs Python >= {'.'.join(map(str, min(same_major)))}, "
+                 f"found {s.python}", ("python",), row["source"])
+    else:
+        sev = NOTE if row.get("python_untested_ok") else WARNING
+        yield _f(sev, "horovod-python", f"Horovod {hv}'s CI covered Python {supported}; Python {s.python} is "
+                 "untested by Horovod", ("python",), row["source"])
+
+
+@rule
+def horovod_build(s: Stack) -> Iterator[Finding]:
+    h = s.horovod
+    row = _horovod_row(s)
+    if not h.with_mpi and not h.with_gloo:
+        yield _f(ERROR, "horovod-controller", "Horovod needs a controller: set with_mpi or with_gloo",
+                 ("horovod",), "horovod_install")
+    if h.with_gloo and row is not None and not row.get("gloo", True):
+        yield _f(ERROR, "horovod-gloo", f"Horovod {h.version} has no Gloo support (HOROVOD_WITH_GLOO first "
+                 "appeared in 0.17.0)", ("horovod", "with_gloo"), "horovod_tags")
+    if s.gpu and h.gpu_operations is None:
+        yield _f(WARNING, "horovod-gpu-ops", "GPU stack without horovod.gpu_operations: Horovod will reduce GPU "
+                 "tensors through host memory; set gpu_operations: NCCL", ("horovod",), "horovod_install")
+    if h.gpu_operations == "MPI":
+        yield _f(NOTE, "horovod-gpu-ops", "HOROVOD_GPU_OPERATIONS=MPI is meant for a CUDA-aware MPI "
+                 "(Open MPI --with-cuda, ideally over UCX)", ("horovod", "gpu_operations"), "horovod_install")
+    if h.gpu_operations and vtuple(h.version) < (0, 20):
+        yield _f(NOTE, "horovod-gpu-ops", f"Horovod {h.version} predates HOROVOD_GPU_OPERATIONS (0.20); the image "
+                 f"sets HOROVOD_GPU_ALLREDUCE={h.gpu_operations} instead", ("horovod", "gpu_operations"),
+                 "horovod_tags")
+
+
+def _os_key(s: Stack) -> str:
+    return f"{s.os.distro}{s.os.version}"
+
+
+@rule
+def ofed_os(s: Stack) -> Iterator[Finding]:
+    if not s.ofed:
+        return
+    row = _row(table()["ofed_os"], "ofed", s.ofed)
+    if row is None:
+        yield _f(WARNING, "ofed-os", f"MLNX_OFED {s.ofed} is not in repro's table; its supported distributions "
+                 "are unchecked", ("ofed",), "ofed_docs")
+        return
+    if _os_key(s) not in row["os"]:
+        sev = ERROR if row.get("verified", True) else WARNING
+        yield _f(sev, "ofed-os", f"MLNX_OFED {s.ofed} is built for {', '.join(row['os'])}, not {_os_key(s)}",
+                 ("ofed",), row["source"])
+    elif not row.get("verified", True):
+        yield _f(NOTE, "ofed-os", f"MLNX_OFED {s.ofed} for {_os_key(s)} rests on third-party evidence only",
+                 ("ofed",), row["source"])
+
+
+@rule
+def gpudirect_module(s: Stack) -> Iterator[Finding]:
+    if not s.driver:
+        return
+    g = table()["gpudirect"]
+    new = vtuple(s.driver)[:1] >= vtuple(g["driver_switch"])
+    module = g["after"] if new else g["before"]
+    if new and s.gpudirect:
+        yield _f(WARNING, "gpudirect", f"driver {s.driver} (R{g['driver_switch']}+) ships {g['after']}; the separate "
+                 f"{g['before']} {s.gpudirect} is deprecated ({g['note']})", ("gpudirect",), g["source"])
+    else:
+        yield _f(NOTE, "gpudirect", f"GPUDirect RDMA on these hosts uses the {module} kernel module "
+                 f"(driver {s.driver})", ("driver",), g["source"])
+
+
+@rule
+def base_image_tag(s: Stack) -> Iterator[Finding]:
+    if not s.cuda or not s.base_image or not s.base_image.startswith("nvidia/cuda:"):
+        return
+    t = table()
+    row = _row(t["cuda_image_os"], "cuda", s.cuda)
+    os_key = _os_key(s)
+    if row is not None and os_key not in row["os"]:
+        yield _f(ERROR, "base-image", f"nvidia/cuda publishes no CUDA {mm(s.cuda)} image for {os_key} "
+                 f"(available: {', '.join(row['os'])})", ("os",), "cuda_images")
+        return
+    eol = t["cuda_image_eol"]
+    if in_list(s.cuda, eol["cuda"]):
+        yield _f(WARNING, "base-image", f"{s.base_image} is past end of life: {eol['note']}; provide it from a "
+                 "local registry or mirror, or build it from NVIDIA's published Dockerfiles", ("base_image",),
+                 eol["source"])
+    elif s.cuda in t["cuda_image_unverified"]["cuda"]:
+        yield _f(NOTE, "base-image", f"{s.base_image}: {t['cuda_image_unverified']['note']}", ("base_image",),
+                 "cuda_images")
+    tag = s.base_image.split(":", 1)[1]
+    for shipped in t["cuda_image_cudnn"]:
+        if tag.startswith(shipped["tag"]) and s.cudnn and not matches(shipped["cudnn"], s.cudnn):
+            yield _f(NOTE, "base-image", f"{s.base_image} ships cuDNN {shipped['cudnn']}; the image installs the "
+                     f"pinned cuDNN {s.cudnn} over it", ("cudnn",), "cuda_images")
+
+
+@rule
+def nccl_env(s: Stack) -> Iterator[Finding]:
+    for entry in table()["nccl_env"]:
+        name = entry["name"]
+        if name not in s.env:
+            continue
+        if not s.nccl:
+            yield _f(NOTE, "nccl-env", f"{name} set on a stack without NCCL has no effect", ("env", name))
+            continue
+        if "removed" in entry and vtuple(s.nccl) >= vtuple(entry["removed"]):
+            why = entry.get("note", f"removed in {entry['removed']}")
+            yield _f(WARNING, "nccl-env", f"{name} is ignored by NCCL {s.nccl} ({why}); use {entry['use']}",
+                     ("env", name), entry["source"])
+        if "since" in entry and vtuple(s.nccl) < vtuple(entry["since"]):
+            yield _f(WARNING, "nccl-env", f"{name} does not exist before NCCL {entry['since']}; NCCL {s.nccl} ignores "
+                     "it", ("env", name), entry["source"])
+
+
+@rule
+def openmpi_known_issues(s: Stack) -> Iterator[Finding]:
+    if s.mpi.implementation != "openmpi":
+        return
+    for entry in table()["openmpi"]:
+        if matches(s.mpi.version, entry["version"]):
+            yield _f(entry["severity"], "openmpi", f"Open MPI {s.mpi.version}: {entry['note']}", ("mpi", "version"),
+                     entry["source"])
+
+
+@rule
+def distro_python(s: Stack) -> Iterator[Finding]:
+    row = next((r for r in table()["distro_packages"] if r["os"] == _os_key(s)), None)
+    if row is None:
+        yield _f(NOTE, "distro", f"{_os_key(s)} is not in repro's table of distribution packages",
+                 ("os",), "distro_packages")
+        return
+    pythons = row["python"] if isinstance(row["python"], list) else [row["python"]]
+    if not in_list(s.python, pythons):
+        if s.os.distro == "debian":
+            yield _f(ERROR, "distro-python", f"Debian {s.os.version} ships Python {', '.join(pythons)}; "
+                     f"Python {s.python} would need a source build, which repro's images do not do",
+                     ("python",), "distro_packages")
+        else:
+            yield _f(WARNING, "distro-python", f"{_os_key(s)} ships Python {', '.join(pythons)}; Python {s.python} "
+                     "comes from the deadsnakes PPA, a third-party archive", ("python",), "distro_packages")
+    if s.python.startswith("2."):
+        yield _f(NOTE, "python2", "Python 2 reached end of life on 2020-01-01; new tools (and Horovod >= 0.20) "
+                 "no longer support it", ("python",), "horovod_tags")
+
+
+# A derived field is not in the file: point at what it was derived from.
+DERIVED_FROM: dict[FieldPath, FieldPath] = {("base_image",): ("cuda",), ("tensorflow", "package"): ("tensorflow",)}
+
+
+def check(loaded: LoadedStack) -> list[Finding]:
+    """Every compatibility finding for a stack, located in its manifest files, errors first."""
+    out: list[Finding] = []
+    for fn in RULES:
+        for finding in fn(loaded.stack):
+            path = finding.path
+            if path not in loaded.keys and path in DERIVED_FROM:
+                path = DERIVED_FROM[path]
+            out.append(Finding(finding.severity, finding.rule, finding.message, finding.path, finding.source,
+                               loaded.where(path)))
+    order = {sev: i for i, sev in enumerate(SEVERITIES)}
+    return sorted(out, key=lambda f: order[f.severity])

@@ -1,0 +1,244 @@
+"""Resolve a manifest file into a validated Stack: follow `extends`, merge, validate, derive.
+
+Every problem of a file is reported together, each located at file:line:column with its field path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticCustomError
+
+from repro.errors import Diagnostic, Location, ManifestError
+from repro.manifest import loader
+from repro.manifest.derive import derive
+from repro.manifest.loader import Document, FieldPath, dotted
+from repro.manifest.schema import RESOLVER_KEYS, Stack
+
+MAX_EXTENDS_DEPTH = 16
+NOT_INHERITED = ("name", "description")
+
+
+@dataclass(frozen=True)
+class LoadedStack:
+    """A validated stack with the file it came from and where each of its fields was written."""
+
+    stack: Stack
+    file: str
+    chain: tuple[str, ...]  # this file first, then each file it extends
+    values: dict[FieldPath, Location] = field(default_factory=dict, compare=False, repr=False)
+    keys: dict[FieldPath, Location] = field(default_factory=dict, compare=False, repr=False)
+
+    def where(self, path: FieldPath) -> Location:
+        """Where the field at `path` was written (in this file or the one it inherited it from)."""
+        for cut in range(len(path), -1, -1):
+            sub = path[:cut]
+            if sub in self.keys:
+                return self.keys[sub]
+            if sub in self.values:
+                return self.values[sub]
+        return Location(self.file)
+
+    @property
+    def hash(self) -> str:
+        from repro.manifest.canonical import stack_hash
+
+        return stack_hash(self.stack)
+
+    @property
+    def image_hash(self) -> str:
+        from repro.manifest.canonical import image_hash
+
+        return image_hash(self.stack)
+
+
+def _parent_path(doc: Document, value: Any) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise ManifestError(
+            f"{doc.file}: bad extends",
+            [Diagnostic("extends must name another manifest file", doc.where(("extends",)), "extends",
+                        "a file name such as tf110-cuda91.yaml", repr(value))],
+        )
+    base = Path(doc.file).parent
+    candidate = base / value
+    if not candidate.exists() and not candidate.suffix:
+        for suffix in (".yaml", ".yml"):
+            if (base / (value + suffix)).exists():
+                return base / (value + suffix)
+    return candidate
+
+
+def _read_chain(path: Path) -> list[Document]:
+    """The documents from the root ancestor down to `path`."""
+    chain: list[Document] = []
+    seen: list[Path] = []
+    current = path
+    while True:
+        real = current.resolve()
+        if real in seen:
+            names = " -> ".join(os.path.relpath(p) for p in [*seen, real])
+            child = chain[-1]
+            raise ManifestError(
+                f"{child.file}: extends cycle",
+                [Diagnostic(f"extends cycle: {names}", child.where(("extends",), key=True), "extends",
+                            "a chain of stacks that ends", "a cycle")],
+            )
+        if len(seen) >= MAX_EXTENDS_DEPTH:
+            raise ManifestError(
+                f"{chain[-1].file}: extends chain too long",
+                [Diagnostic(f"more than {MAX_EXTENDS_DEPTH} levels of extends", chain[-1].where(("extends",)))],
+            )
+        if chain and not current.exists():
+            child = chain[-1]
+            raise ManifestError(
+                f"{child.file}: extends a missing file",
+                [Diagnostic(f"extends '{child.data.get('extends')}': no such file ({current})",
+                            child.where(("extends",)), "extends", "an existing manifest", str(current))],
+            )
+        doc = loader.load(current)
+        chain.append(doc)
+        seen.append(real)
+        if "extends" not in doc.data:
+            break
+        current = _parent_path(doc, doc.data["extends"])
+    chain.reverse()
+    return chain
+
+
+def _merge(base: dict, over: dict, path: FieldPath, doc: Document,
+           values: dict[FieldPath, Location], keys: dict[FieldPath, Location]) -> dict:
+    out = dict(base)
+    for key, value in over.items():
+        sub = (*path, key)
+        if value is None and key in out and path != ():
+            # `key: null` in a child removes an inherited mapping entry (e.g. an env variable)
+            del out[key]
+            continue
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value, sub, doc, values, keys)
+        else:
+            out[key] = value
+            for table, src in ((values, doc.values), (keys, doc.keys)):
+                for p in [p for p in table if p[: len(sub)] == sub]:
+                    del table[p]
+                for p, loc in src.items():
+                    if p[: len(sub)] == sub:
+                        table[p] = loc
+        if sub in doc.keys:
+            keys[sub] = doc.keys[sub]
+    return out
+
+
+def _model_at(loc: FieldPath) -> type[BaseModel] | None:
+    cls: type[BaseModel] = Stack
+    for part in loc:
+        info = cls.model_fields.get(str(part))
+        if info is None:
+            return None
+        ann = info.annotation
+        candidates = [ann, *typing.get_args(ann)]
+        sub = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if sub is None:
+            return None
+        cls = sub
+    return cls
+
+
+def _describe(cls: type[BaseModel], name: str) -> str:
+    info = cls.model_fields.get(name)
+    if info is None:
+        return ""
+    if info.description:
+        return info.description
+    ann = info.annotation
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return f"a mapping with {', '.join(f for f, i in ann.model_fields.items() if i.is_required())}"
+    return "a value" if ann is None else getattr(ann, "__name__", str(ann))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _diagnostics(exc: ValidationError, lookup) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for err in exc.errors(include_url=False):
+        loc: FieldPath = tuple(err["loc"])
+        kind = err["type"]
+        msg = err["msg"].removeprefix("Value error, ")
+        ctx = err.get("ctx") or {}
+        if kind == "gpu_fields":
+            for name in ctx.get("fields", []):
+                path = tuple(name.split("."))
+                out.append(Diagnostic(msg, lookup(path, True), name))
+            continue
+        if kind == "extra_forbidden":
+            parent = _model_at(loc[:-1])
+            allowed = sorted(parent.model_fields) if parent else []
+            if parent is Stack:
+                allowed = sorted({*allowed, *RESOLVER_KEYS})
+            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+            out.append(Diagnostic(
+                f"unknown field '{loc[-1]}'" + (f" (did you mean '{close[0]}'?)" if close else ""),
+                lookup(loc, True), dotted(loc),
+                expected="one of: " + ", ".join(allowed) if allowed else "",
+                hint=f"rename it to '{close[0]}'" if close else "",
+            ))
+            continue
+        if kind == "missing":
+            parent = _model_at(loc[:-1])
+            out.append(Diagnostic(
+                f"missing required field '{loc[-1]}'", lookup(loc[:-1], True), dotted(loc),
+                expected=_describe(parent, str(loc[-1])) if parent else "",
+            ))
+            continue
+        expected = ""
+        if kind == "literal_error":
+            expected = "one of " + str(ctx.get("expected", ""))
+            msg = "value not allowed"
+        elif kind.endswith("_type") or kind.endswith("_parsing"):
+            expected = kind.removesuffix("_type").removesuffix("_parsing").replace("_", " ")
+        out.append(Diagnostic(msg, lookup(loc, False), dotted(loc), expected=expected,
+                              found=_short(err.get("input"))))
+    return out
+
+
+def load_stack(path: str | Path) -> LoadedStack:
+    """Load, resolve `extends`, validate and derive a stack; every problem raises ManifestError."""
+    chain = _read_chain(Path(path))
+    leaf = chain[-1]
+    merged: dict[str, Any] = {}
+    values: dict[FieldPath, Location] = {}
+    keys: dict[FieldPath, Location] = {}
+    for doc in chain:
+        data = {k: v for k, v in doc.data.items() if k not in RESOLVER_KEYS}
+        if doc is not leaf:
+            data = {k: v for k, v in data.items() if k not in NOT_INHERITED}
+        merged = _merge(merged, data, (), doc, values, keys)
+    merged.setdefault("name", Path(leaf.file).stem)
+
+    def lookup(loc: FieldPath, key: bool) -> Location:
+        tables = (keys, values) if key else (values, keys)
+        for cut in range(len(loc), -1, -1):
+            for table in tables:
+                if loc[:cut] in table:
+                    return table[loc[:cut]]
+        return Location(leaf.file, 1, 1)
+
+    try:
+        stack = Stack.model_validate(merged)
+    except ValidationError as exc:
+        diags = sorted(_diagnostics(exc, lookup), key=lambda d: (
+            d.location.file if d.location else "", d.location.line or 0 if d.location else 0))
+        raise ManifestError(f"{leaf.file} is not a valid stack", diags) from None
+    except (TypeError, ValueError, RecursionError, PydanticCustomError) as exc:  # defensive: never a traceback
+        raise ManifestError(f"{leaf.file} is not a valid stack",
+                            [Diagnostic(str(exc), Location(leaf.file))]) from None
+    return LoadedStack(derive(stack), leaf.file, tuple(d.file for d in reversed(chain)), values, keys)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Set up this machine for repro: Debian packages, a virtual environment in .venv with repro,
+# TensorFlow and a Horovod built against it. Idempotent; a second run takes seconds.
+#
+#   scripts/setup.sh demo   what `repro bench` needs on this machine (MPI, TF, Horovod)
+#   scripts/setup.sh test   also Docker, SSH, debootstrap and the test tools
+set -euo pipefail
+
+MODE=${1:-test}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=${REPRO_VENV:-$ROOT/.venv}
+TF_VERSION=2.15.1
+HOROVOD_VERSION=0.28.1
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/repro
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# --- Debian packages -------------------------------------------------------------------------
+packages=(openmpi-bin libopenmpi-dev openssh-client build-essential cmake python3-venv python3-dev)
+if [ "$MODE" = test ]; then
+  packages+=(docker.io openssh-server debootstrap iproute2 procps psmisc)
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- Python environment ----------------------------------------------------------------------
+PY=${REPRO_PYTHON_BIN:-python3}
+pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+case "$pyver" in
+  3.9|3.10|3.11) ;;
+  *) echo "setup: TensorFlow $TF_VERSION needs Python 3.9-3.11; $PY is $pyver (set REPRO_PYTHON_BIN)" >&2; exit 2 ;;
+esac
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
+pip install --upgrade pip wheel setuptools
+
+if ! "$VENV/bin/python" -c "import tensorflow" 2>/dev/null \
+   || [ "$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("tensorflow-cpu"))' 2>/dev/null)" != "$TF_VERSION" ]; then
+  log "installing tensorflow-cpu $TF_VERSION"
+  pip install "tensorflow-cpu==$TF_VERSION"
+fi
+
+# Horovod compiles against the TensorFlow it finds (about 4 minutes on 2 cores): build it once into
+# a wheelhouse keyed by TensorFlow and Python version, reuse it for the venv and for image builds.
+WHEELS="$CACHE/wheelhouse/tf$TF_VERSION-py${pyver/./}"
+if ! ls "$WHEELS"/horovod-"$HOROVOD_VERSION"-*.whl >/dev/null 2>&1; then
+  log "building Horovod $HOROVOD_VERSION against TensorFlow $TF_VERSION (once; cached in $WHEELS)"
+  mkdir -p "$WHEELS"
+  HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 HOROVOD_WITHOUT_PYTORCH=1 \
+    HOROVOD_WITHOUT_MXNET=1 pip wheel --no-deps --no-build-isolation --no-cache-dir \
+    "horovod==$HOROVOD_VERSION" -w "$WHEELS"
+fi
+if ! "$VENV/bin/python" -c "import horovod.tensorflow" 2>/dev/null; then
+  pip install --no-deps "$WHEELS"/horovod-"$HOROVOD_VERSION"-*.whl
+  pip install cloudpickle psutil pyyaml packaging cffi
+fi
+
+extras=bench
+[ "$MODE" = test ] && extras=bench,test
+log "installing repro (editable) with [$extras]"
+pip install -e "$ROOT[$extras]"
+log "ready: $("$VENV/bin/repro" --version), $("$VENV/bin/python" -c 'import tensorflow as t, horovod as h; print("TensorFlow", t.__version__, "Horovod", h.__version__)' 2>/dev/null)"

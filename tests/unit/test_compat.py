@@ -1,0 +1,104 @@
+"""Compatibility rules on real manifest files (tests/data/stacks/compat) and the shipped stacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from repro.manifest import load_stack
+from repro.manifest.compat import check, in_list, matches, table
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPAT = ROOT / "tests" / "data" / "stacks" / "compat"
+
+
+def findings(path: Path, severity: str | None = None) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in check(load_stack(path)):
+        if severity is None or f.severity == severity:
+            out.setdefault(f.rule, []).append(f)
+    return out
+
+
+@pytest.mark.parametrize(
+    "file, rule, words",
+    [
+        ("tf114-cuda101.yaml", "tf-cuda", ["CUDA 10.0", "will not load CUDA 10.1"]),
+        ("tf114-py38.yaml", "tf-python", ["Python 3.8"]),
+        ("cuda110-driver440.yaml", "cuda-driver", ["450.51.06", "440.33"]),
+        ("hvd020-py27.yaml", "horovod-python", ["Python 2.7"]),
+        ("hvd020-py27.yaml", "horovod-tf", ["1.15.0"]),
+        ("tf216-hvd0281.yaml", "horovod-keras3", ["Keras 3"]),
+        ("cudnn-cuda-mismatch.yaml", "cudnn-cuda", ["9.1"]),
+        ("cuda10-ubuntu20.yaml", "base-image", ["ubuntu20.04"]),
+    ],
+)
+def test_incompatible_stacks_are_errors_with_reason_and_source(file, rule, words):
+    errors = findings(COMPAT / file, "error")
+    assert rule in errors, f"{file}: expected an error from {rule}, got {errors}"
+    finding = errors[rule][0]
+    for word in words:
+        assert word in finding.message
+    assert finding.source.startswith(("http", "tensorflow", "third-party"))
+    assert finding.location is not None and finding.location.line
+
+
+def test_source_build_turns_the_cuda_mismatch_into_a_warning():
+    result = findings(COMPAT / "tf114-cuda101-source.yaml")
+    assert [f.severity for f in result["tf-cuda"]] == ["warning"]
+    assert "source build" in result["tf-cuda"][0].message
+
+
+def test_removed_nccl_variable_is_a_warning_naming_its_replacement():
+    (f,) = findings(COMPAT / "nccl-env-renamed.yaml", "warning")["nccl-env"]
+    assert "NCCL_NET_GDR_LEVEL" in f.message and f.path == ("env", "NCCL_IB_CUDA_SUPPORT")
+
+
+def test_openmpi_313_hang_is_a_warning():
+    (f,) = findings(COMPAT / "openmpi-313.yaml", "warning")["openmpi"]
+    assert "hang" in f.message
+
+
+def test_whitepaper_stacks_get_the_warnings_they_deserve():
+    old = findings(ROOT / "stacks/tf110-cuda91.yaml")
+    assert "error" not in {f.severity for fs in old.values() for f in fs}
+    assert old["tf-cuda"][0].severity == "warning" and "CUDA 9.0" in old["tf-cuda"][0].message
+    assert old["nccl-release"][0].severity == "warning"  # NCCL 2.2.15 has no public release
+    assert old["base-image"][0].severity == "warning"  # EOL nvidia/cuda tag
+    assert "nv_peer_mem" in old["gpudirect"][0].message
+    new = findings(ROOT / "stacks/tf114-cuda10.yaml")
+    assert "tf-cuda" not in new and "error" not in {f.severity for fs in new.values() for f in fs}
+
+
+def test_current_gpu_stack_uses_nvidia_peermem_and_warns_about_horovod_ci():
+    result = findings(ROOT / "stacks/tf215-cuda122.yaml")
+    assert "nvidia-peermem" in result["gpudirect"][0].message
+    assert result["horovod-tf"][0].severity == "warning"
+
+
+def test_cpu_stack_on_the_newest_horovod_tested_tf_has_no_warnings():
+    result = findings(ROOT / "stacks/cpu-tf212.yaml")
+    assert not [f for fs in result.values() for f in fs if f.severity != "note"]
+
+
+def test_minor_version_compatibility_downgrades_driver_error_to_warning(tmp_path):
+    src = (COMPAT / "cuda110-driver440.yaml").read_text()
+    src = src.replace('driver: "440.33"', 'driver: "450.80.02"').replace('cuda: "11.0.3"', 'cuda: "11.8.0"')
+    path = tmp_path / "s.yaml"
+    path.write_text(src)
+    (f,) = findings(path)["cuda-driver"]
+    assert f.severity == "warning" and "minor version compatibility" in f.message
+
+
+def test_version_line_matching():
+    assert matches("7.4.2", "7.4") and not matches("7.40", "7.4")
+    assert matches("11.7.1", "11.x") and not matches("12.0", "11.x")
+    assert in_list("3.5", ["2.7", "3.3-3.6"]) and not in_list("3.7", ["2.7", "3.3-3.6"])
+
+
+def test_every_table_row_has_a_source():
+    t = table()
+    for name in ("tensorflow_builds", "cudnn_cuda", "nccl_cuda", "horovod", "ofed_os", "nccl_env", "openmpi"):
+        for row in t[name]:
+            assert row.get("source") in t["sources"], (name, row)
