@@ -1,0 +1,1 @@
+"""Comparison of two selections of results: alignment, statistics, diffs, renderers."""

@@ -1,0 +1,1 @@
+"""Hosts: inventories, Ansible runs (prepare), SSH, facts and readiness."""

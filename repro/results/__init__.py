@@ -1,0 +1,1 @@
+"""Run records, the results store, derived metrics and their statistics."""
