@@ -1,0 +1,284 @@
+"""Run commands on an inventory host: in a local subprocess for `ansible_connection: local`, else over
+SSH (fabric/paramiko) with host-key checking on: keys come from the inventory's known_hosts file and
+an unknown or changed host key is refused, never added.
+
+Commands are argv lists; for SSH they are quoted with shlex.join, never built as shell strings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from repro.errors import BackendUnavailable, HostError
+from repro.hosts.inventory import Host
+
+CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a finished command returned."""
+
+    host: str
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def tail(self, lines: int = 15) -> str:
+        text = (self.stderr.strip() or self.stdout.strip()).splitlines()
+        return "\n".join(text[-lines:])
+
+
+def reachable(host: Host, timeout: float = 3.0) -> bool:
+    """Whether the host's SSH port accepts a TCP connection (always true for a local host)."""
+    if host.local:
+        return True
+    try:
+        with socket.create_connection((host.address, host.port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class Remote:
+    """A connection to one host; use as a context manager."""
+
+    def __init__(self, host: Host, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        self.host = host
+        self.connect_timeout = connect_timeout
+        self._conn = None
+
+    # -- connection
+    def _client(self):
+        if self._conn is not None:
+            return self._conn.client
+        try:
+            import paramiko
+            from fabric import Connection
+        except ImportError as exc:  # pragma: no cover - dependency of repro
+            raise BackendUnavailable("fabric is not installed", hint="install repro's dependencies") from exc
+        h = self.host
+        connect_kwargs = {"timeout": self.connect_timeout, "banner_timeout": self.connect_timeout,
+                          "auth_timeout": self.connect_timeout}
+        if h.key_file:
+            connect_kwargs["key_filename"] = str(Path(h.key_file).expanduser())
+            connect_kwargs["look_for_keys"] = False
+        conn = Connection(h.address, user=h.user, port=h.port, connect_kwargs=connect_kwargs)
+        client = conn.client
+        # fabric adds unknown host keys by default; repro refuses them instead.
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        known = Path(h.known_hosts).expanduser() if h.known_hosts else Path("~/.ssh/known_hosts").expanduser()
+        if known.exists():
+            client.load_host_keys(str(known))
+        try:
+            conn.open()
+        except paramiko.SSHException as exc:
+            if "not found in known_hosts" in str(exc):
+                raise HostError(f"{h.name}: host key of {h.address}:{h.port} is not in {known}", host=h.name,
+                                hint="record it with `repro prepare --tags ssh_trust` or ssh-keyscan; repro "
+                                "never accepts unknown host keys") from None
+            raise HostError(f"{h.name}: SSH to {h.address}:{h.port} failed: {exc}", host=h.name) from None
+        except (OSError, EOFError) as exc:
+            raise HostError(f"{h.name}: cannot reach {h.address}:{h.port} over SSH ({exc})", host=h.name) from None
+        self._conn = conn
+        return client
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Remote:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- commands
+    def run(self, argv: list[str], *, timeout: float | None = 300, input: bytes | Iterable[bytes] | None = None,
+            check: bool = False) -> Result:
+        """Run argv to completion (stdin from `input`, bytes or chunks); HostError on timeout or connection loss."""
+        argv = [str(a) for a in argv]
+        result = self._run_local(argv, timeout, input) if self.host.local else self._run_ssh(argv, timeout, input)
+        if check and not result.ok:
+            raise HostError(f"{self.host.name}: `{shlex.join(argv)[:200]}` failed (exit {result.returncode}):\n"
+                            f"{result.tail()}", host=self.host.name)
+        return result
+
+    def _run_local(self, argv: list[str], timeout: float | None, data) -> Result:
+        try:
+            if data is None or isinstance(data, bytes):
+                proc = subprocess.run(argv, input=data, capture_output=True, timeout=timeout, check=False)
+                return Result(self.host.name, tuple(argv), proc.returncode,
+                              proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+            with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) as proc:
+                out: list[bytes] = []
+                err: list[bytes] = []
+                readers = [threading.Thread(target=lambda s=s, b=b: b.append(s.read()), daemon=True)
+                           for s, b in ((proc.stdout, out), (proc.stderr, err))]
+                for t in readers:
+                    t.start()
+                for chunk in data:
+                    proc.stdin.write(chunk)
+                proc.stdin.close()
+                proc.wait(timeout=timeout)
+                for t in readers:
+                    t.join()
+                return Result(self.host.name, tuple(argv), proc.returncode,
+                              b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"))
+        except FileNotFoundError:
+            return Result(self.host.name, tuple(argv), 127, "", f"{argv[0]}: command not found")
+        except subprocess.TimeoutExpired:
+            raise HostError(f"{self.host.name}: `{shlex.join(argv)[:200]}` did not finish in {timeout:.0f} s",
+                            host=self.host.name) from None
+
+    def _run_ssh(self, argv: list[str], timeout: float | None, data) -> Result:
+        client = self._client()
+        command = shlex.join(argv)
+        try:
+            transport = client.get_transport()
+            if transport is None or not transport.is_active():
+                raise HostError(f"{self.host.name}: SSH connection lost", host=self.host.name)
+            chan = transport.open_session(timeout=self.connect_timeout)
+            chan.settimeout(timeout)
+            chan.exec_command(command)
+            out: list[bytes] = []
+            err: list[bytes] = []
+
+            def pump(recv, sink):
+                while True:
+                    try:
+                        block = recv(65536)
+                    except (TimeoutError, OSError):
+                        return
+                    if not block:
+                        return
+                    sink.append(block)
+
+            readers = [threading.Thread(target=pump, args=(chan.recv, out), daemon=True),
+                       threading.Thread(target=pump, args=(chan.recv_stderr, err), daemon=True)]
+            for t in readers:
+                t.start()
+            if data is not None:
+                for chunk in [data] if isinstance(data, bytes) else data:
+                    chan.sendall(chunk)
+            chan.shutdown_write()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not chan.exit_status_ready():
+                if deadline is not None and time.monotonic() > deadline:
+                    chan.close()
+                    raise HostError(f"{self.host.name}: `{command[:200]}` did not finish in {timeout:.0f} s",
+                                    host=self.host.name)
+                if not transport.is_active():
+                    raise HostError(f"{self.host.name}: SSH connection lost while running `{command[:120]}`",
+                                    host=self.host.name)
+                time.sleep(0.05)
+            code = chan.recv_exit_status()
+            for t in readers:
+                t.join(timeout=5)
+            chan.close()
+        except (TimeoutError, OSError, EOFError) as exc:
+            raise HostError(f"{self.host.name}: SSH failed while running `{command[:120]}`: {exc}",
+                            host=self.host.name) from None
+        return Result(self.host.name, tuple(argv), code, b"".join(out).decode(errors="replace"),
+                      b"".join(err).decode(errors="replace"))
+
+    def start(self, argv: list[str]) -> RemoteProcess:
+        """Start a long-running command; poll, read its output as it comes, stop it."""
+        return RemoteProcess(self, [str(a) for a in argv])
+
+
+class RemoteProcess:
+    """A command running on a host (local subprocess or SSH channel) whose output is collected."""
+
+    def __init__(self, remote: Remote, argv: list[str]) -> None:
+        self.remote = remote
+        self.argv = argv
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._proc = None
+        self._chan = None
+        if remote.host.local:
+            self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          stdin=subprocess.DEVNULL, start_new_session=True)
+            self._pump(self._proc.stdout.readline, self.stdout)
+            self._pump(self._proc.stderr.readline, self.stderr)
+        else:
+            client = remote._client()
+            transport = client.get_transport()
+            self._transport = transport
+            self._chan = transport.open_session(timeout=remote.connect_timeout)
+            self._chan.exec_command(shlex.join(argv))
+            self._chan.shutdown_write()
+            self._pump(self._chan.makefile("rb").readline, self.stdout)
+            self._pump(self._chan.makefile_stderr("rb").readline, self.stderr)
+
+    def _pump(self, readline, sink: list[str]) -> None:
+        def run():
+            while True:
+                try:
+                    line = readline()
+                except (TimeoutError, OSError, ValueError):
+                    return
+                if not line:
+                    return
+                with self._lock:
+                    sink.append(line.decode(errors="replace") if isinstance(line, bytes) else line)
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def poll(self) -> int | None:
+        """Exit code if finished, else None. A lost SSH connection counts as finished with code 255."""
+        if self._proc is not None:
+            return self._proc.poll()
+        if self._chan.exit_status_ready():
+            return self._chan.recv_exit_status()
+        if not self._transport.is_active():
+            return 255
+        return None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+            time.sleep(0.1)
+        for t in self._threads:
+            t.join(timeout=5)
+        return code
+
+    def stop(self) -> None:
+        """Stop the local process group, or close the SSH channel (the remote side cleans up containers)."""
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGTERM)
+                self._proc.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+        if self._chan is not None:
+            self._chan.close()
+
+    def output(self) -> tuple[str, str]:
+        with self._lock:
+            return "".join(self.stdout), "".join(self.stderr)

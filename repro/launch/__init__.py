@@ -1,0 +1,1 @@
+"""Launch: sweep points, launch plans (pure), and the runtimes that execute them."""

@@ -1,0 +1,184 @@
+"""`repro bench`: run a sweep of points on an inventory's hosts and store one record per run.
+
+Stages per point: plan (pure) -> run (runtime) -> collect (pure) -> store. A failed point is stored
+as failed with its reason and the sweep goes on; Ctrl-C stores the interrupted point as failed and
+stops, keeping everything already measured. `--resume` re-runs only points (and repeats) of the same
+sweep that are missing or failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from repro.errors import CompatibilityError, Interrupted, LaunchError
+from repro.hosts.inventory import Inventory
+from repro.launch import collect
+from repro.launch.plan import LaunchPlan, place, plan_point
+from repro.launch.points import Point, SweepSpec, expand, sweep_id
+from repro.launch.runtime import DockerRuntime, HostRuntime
+from repro.manifest.resolve import LoadedStack
+from repro.results.record import RunRecord, StackRef, SweepRef, new_id
+from repro.results.store import Store, inventory_key
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """How to run the sweep (what to run is a SweepSpec)."""
+
+    runtime: str | None = None  # docker | host; None: host for local-only inventories, else docker
+    repeats: int = 1
+    timeout: float = 1800.0
+    resume: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """What a sweep produced."""
+
+    sweep_id: str
+    records: list[RunRecord] = field(default_factory=list)
+    skipped: int = 0
+    plans: list[LaunchPlan] = field(default_factory=list)
+    cleanup_pending: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> list[RunRecord]:
+        return [r for r in self.records if r.status != "ok"]
+
+
+Progress = Callable[[str], None]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def choose_runtime(inventory: Inventory, requested: str | None) -> str:
+    if requested:
+        return requested
+    return "host" if inventory.local_only else "docker"
+
+
+def _image_tag(store: Store, loaded: LoadedStack) -> tuple[str, dict | None]:
+    lock = store.lock(loaded.hash)
+    if not lock:
+        raise LaunchError(f"no image for stack {loaded.stack.name} ({loaded.hash}) in {store.root}",
+                          hint=f"build and ship it first: repro up {loaded.file} --hosts INVENTORY")
+    image = lock.get("image", {})
+    tag = image.get("tag") if isinstance(image, dict) else None
+    if not tag:
+        raise LaunchError(f"the lock of stack {loaded.stack.name} names no image tag ({store.lock_path(loaded.hash)})")
+    return tag, lock
+
+
+def _done(store: Store, stack_hash: str, sweep: str) -> set[tuple[str, int]]:
+    done = set()
+    for r in store.records(stack_hash=stack_hash):
+        if r.sweep and r.sweep.id == sweep and r.status == "ok":
+            done.add((r.sweep.point, r.sweep.repeat))
+    return done
+
+
+def _describe(point: Point, repeat: int, repeats: int) -> str:
+    what = point.workload + (f" {point.model}" if point.model else "")
+    batch = f" batch/worker={point.batch_per_worker}" if point.batch_per_worker else ""
+    extra = f" backend={point.backend}" if point.workload == "allreduce" else ""
+    xla = " xla" if point.xla else ""
+    rep = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
+    return f"{what} workers={point.workers}{batch}{xla}{extra}{rep}"
+
+
+def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions, store: Store,
+          progress: Progress = _stderr) -> BenchResult:
+    """Run (or, with dry_run, plan) every point of the sweep; returns the records stored."""
+    from repro.manifest.compat import check
+
+    errors = [f for f in check(loaded) if f.severity == "error"]
+    if errors:
+        raise CompatibilityError(f"{loaded.file}: the stack has compatibility errors; `repro validate` shows them")
+    stack = loaded.stack
+    points = expand(spec, stack)
+    runtime_name = choose_runtime(inventory, options.runtime)
+    sid = sweep_id(loaded.hash, inventory_key(inventory.path), points, options.repeats)
+    image, lock = (None, None)
+    if runtime_name == "docker":
+        image, lock = _image_tag(store, loaded)
+    ssh_port = stack.container.ssh_port
+    plan_args = dict(runtime=runtime_name, stack_env=dict(stack.env), gpu=stack.gpu, image=image, ssh_port=ssh_port)
+    for p in points:  # fail fast on points that do not fit, before touching any host
+        place(inventory, p.workers)
+
+    if options.dry_run:
+        plans = [plan_point(p, inventory, run_id="dry-run", **plan_args) for p in points]
+        return BenchResult(sid, plans=plans)
+
+    hosts = [pl.host for pl in place(inventory, max(p.workers for p in points))]
+    runtime = DockerRuntime(stack, image) if runtime_name == "docker" else HostRuntime(stack)
+    removed = runtime.cleanup_stale(hosts)
+    if removed:
+        progress(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
+    found = runtime.prepare(hosts, backend=spec.backends[0] if spec.backends else "mpi")
+    if runtime_name == "host":
+        lock = found
+    stack_ref = StackRef(name=stack.name, hash=loaded.hash, image_hash=loaded.image_hash, file=loaded.file,
+                         manifest=stack.model_dump(mode="json"))
+    facts = store.facts(inventory.path)
+    done = _done(store, loaded.hash, sid) if options.resume else set()
+    records: list[RunRecord] = []
+    pending: list[str] = []
+    skipped = 0
+    total = len(points) * options.repeats
+    n = 0
+    for point in points:
+        for repeat in range(options.repeats):
+            n += 1
+            label = f"[{n}/{total}] {_describe(point, repeat, options.repeats)}"
+            if (point.key(), repeat) in done:
+                skipped += 1
+                progress(f"{label}: done earlier, skipped (--resume)")
+                continue
+            run_id = new_id().split("-")[-1]
+            plan = plan_point(point, inventory, run_id=run_id, **plan_args)
+            ctx = collect.Context(stack_ref, lock, SweepRef(id=sid, point=point.key(), repeat=repeat), runtime_name,
+                                  facts)
+            progress(f"{label}: running on {', '.join(f'{p.host.name}x{p.ranks}' for p in plan.placement)}")
+            try:
+                outcome = runtime.run(plan, options.timeout)
+            except KeyboardInterrupt:
+                rec = collect.record(point, plan, ctx, stdout="", stderr="", returncode=None, duration_s=0.0,
+                                     failure="interrupted by the user (Ctrl-C)")
+                store.put(rec)
+                records.append(rec)
+                progress(f"{label}: interrupted; {len([r for r in records if r.status == 'ok'])} point(s) kept in "
+                         f"{store.root}; `repro bench ... --resume` completes the sweep")
+                raise Interrupted("benchmark interrupted; results gathered so far are stored") from None
+            rec = collect.record(point, plan, ctx, stdout=outcome.stdout, stderr=outcome.stderr,
+                                 returncode=outcome.returncode, duration_s=outcome.duration_s,
+                                 failure=outcome.failure)
+            store.put(rec)
+            records.append(rec)
+            pending += [h for h in outcome.cleanup_pending if h not in pending]
+            progress(f"{label}: {_summary(rec)}")
+            if outcome.cleanup_pending:
+                progress(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} (unreachable); "
+                         "the next run removes what is left there")
+    return BenchResult(sid, records, skipped, cleanup_pending=tuple(pending))
+
+
+def _summary(rec: RunRecord) -> str:
+    from repro.results.metrics import throughput
+
+    if rec.status != "ok":
+        return f"FAILED after {rec.duration_s:.1f} s: {rec.failure}"
+    if rec.settings.workload == "cnn":
+        ips = throughput(rec)
+        return f"{ips:.1f} images/sec ({rec.duration_s:.1f} s)" if ips else f"ok ({rec.duration_s:.1f} s)"
+    if rec.settings.workload == "tta":
+        m = rec.metrics
+        if m.get("reached"):
+            return f"reached {m.get('target')} in {m.get('time_to_accuracy_s', 0):.1f} s, {m.get('epochs')} epochs"
+        return f"did not reach {m.get('target')} (top-1 {m.get('final_top1')}) in {m.get('epochs')} epochs"
+    return f"ok ({rec.duration_s:.1f} s)"
