@@ -74,7 +74,9 @@ class Store:
         write_json_atomic(path, record.model_dump(mode="json"))
         return path
 
-    def _load(self, path: Path) -> RunRecord:
+    @staticmethod
+    def load(path: Path) -> RunRecord:
+        """One record JSON file, checked: readable, this schema version, valid."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -95,7 +97,7 @@ class Store:
             paths = sorted((base / stack_hash).glob("*.json"))
         else:
             paths = sorted(base.glob("*/*.json"), key=lambda p: p.name)
-        out = [self._load(p) for p in paths]
+        out = [self.load(p) for p in paths]
         return [r for r in out if where is None or where(r)]
 
     def get(self, record_id: str) -> RunRecord:
@@ -105,7 +107,7 @@ class Store:
             raise ResultsError(f"no record {record_id} in {self.root}")
         if len(matches) > 1:
             raise ResultsError(f"record id {record_id} is ambiguous in {self.root} ({len(matches)} records)")
-        return self._load(matches[0])
+        return self.load(matches[0])
 
     def stack_hashes(self) -> list[str]:
         return sorted(p.name for p in (self.root / "runs").glob("*") if p.is_dir())

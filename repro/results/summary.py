@@ -17,7 +17,7 @@ from repro.results.record import RunRecord
 GBIT = 1e9 / 8  # bytes per second in one Gbit/s
 
 
-def scaling_report(records: Sequence[RunRecord], fmt: str = "simple") -> str:
+def scaling_report(records: Sequence[RunRecord], fmt: str = "table") -> str:
     """The scaling table (workers, images/sec, per worker, speedup, efficiency) of these records."""
     from repro.results import metrics, report
 

@@ -1,0 +1,106 @@
+"""`repro compare OLD NEW`: did the new stack make training faster, and by how much?"""
+
+from __future__ import annotations
+
+import argparse
+
+EXIT_REGRESSION = 4
+
+SELECTORS_HELP = ("a stack name, a stack hash or unique prefix, a stack manifest file, a results directory "
+                  "(store root or directory of record JSON files) or a *.selection.json file")
+
+
+def add_filter_options(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
+    """--model --batch --precision --workers --hosts: repeatable, comma lists allowed.
+
+    On a subcommand the defaults are suppressed, so values given before the subcommand's name stay.
+    """
+    g = p.add_argument_group("filters (repeatable; comma-separated lists allowed)")
+    default = argparse.SUPPRESS if subcommand else []
+    g.add_argument("--model", action="append", default=default, metavar="M", help="keep these models")
+    g.add_argument("--batch", action="append", default=default, metavar="B", help="keep these per-worker batch sizes")
+    g.add_argument("--precision", action="append", default=default, metavar="P", help="keep fp32 and/or fp16")
+    g.add_argument("--workers", action="append", default=default, metavar="N", help="keep these worker counts")
+    g.add_argument("--hosts", action="append", default=default, metavar="H", help="keep these host counts")
+
+
+def filters_from(args: argparse.Namespace):
+    from repro.compare.select import parse_filters
+
+    return parse_filters(models=args.model, batches=args.batch, precisions=args.precision, workers=args.workers,
+                         hosts=args.hosts)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="compare two stacks' results: ratios, significance, scaling, what changed",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare the runs of OLD with those of NEW point by point (aligned on model, batch, "
+        "precision, XLA, data format, workers, hosts, ...): images/sec, the ratio NEW/OLD with a bootstrap "
+        "interval and a verdict (faster / slower / no significant difference / not enough data), the change in "
+        "scaling efficiency, and what changed between the stacks (manifest, lock, settings).\n\n"
+        f"OLD and NEW are each {SELECTORS_HELP}.",
+        epilog="exit status: 0 compared; 1 a selection matched nothing, the runs are on different hardware or "
+        "the store is unreadable; 2 bad input (an option value, a selection or manifest file); "
+        f"{EXIT_REGRESSION} with --fail-on-regression, when any point is significantly slower beyond the threshold.")
+    p.add_argument("old", metavar="OLD", help="the baseline")
+    p.add_argument("new", metavar="NEW", help="the candidate")
+    add_filter_options(p)
+    p.add_argument("--store", metavar="DIR", help="results store (default: $REPRO_STORE or ./results)")
+    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table",
+                   help="output format (default: table)")
+    p.add_argument("--plot", metavar="FILE", help="also write a plot (.png or .svg): images/sec per worker count "
+                   "with the ratio over each pair, and scaling efficiency")
+    p.add_argument("--threshold", type=float, default=None, metavar="X",
+                   help="relative change below which a difference is not significant (default 0.02 = 2%%)")
+    p.add_argument("--confidence", type=float, default=None, metavar="C",
+                   help="confidence level of the intervals (default 0.95)")
+    p.add_argument("--allow-different-hardware", action="store_true",
+                   help="compare runs on different GPUs, interconnects or host counts (the difference is shown)")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help=f"exit with status {EXIT_REGRESSION} when any point is significantly slower beyond the "
+                   "threshold (for CI)")
+    p.set_defaults(handler=cmd_compare)
+
+
+def options_from(args: argparse.Namespace):
+    from repro.compare import Options
+    from repro.errors import InputError
+    from repro.results import stats
+
+    threshold = stats.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
+    confidence = stats.DEFAULT_CONFIDENCE if args.confidence is None else args.confidence
+    if not 0 <= threshold < 1:
+        raise InputError(f"--threshold: expected a fraction in [0, 1), found {threshold}")
+    if not 0.5 <= confidence < 1:
+        raise InputError(f"--confidence: expected a level in [0.5, 1), found {confidence}")
+    return Options(threshold=threshold, confidence=confidence,
+                   allow_different_hardware=args.allow_different_hardware)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    import sys
+
+    from repro.compare import compare
+    from repro.compare.render import render
+    from repro.compare.select import select
+    from repro.results.store import Store
+
+    options = options_from(args)
+    store = Store(args.store)
+    filters = filters_from(args)
+    old = select(args.old, store, filters)
+    new = select(args.new, store, filters)
+    result = compare(old.records, new.records, options, old_description=old.description,
+                     new_description=new.description)
+    sys.stdout.write(render(result, args.format))
+    if args.plot:
+        from repro.compare.plot import plot
+
+        written = plot(result, args.plot)
+        print(f"plot written to {written}", file=sys.stderr)
+    if args.fail_on_regression and result.regressions:
+        print(f"{len(result.regressions)} point(s) significantly slower: exit status {EXIT_REGRESSION}",
+              file=sys.stderr)
+        return EXIT_REGRESSION
+    return 0

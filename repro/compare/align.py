@@ -1,0 +1,284 @@
+"""Aligning two selections on their settings (pure).
+
+Records are matched on the settings that define a benchmark point: workload, model, per-worker batch,
+precision, XLA, data format, data, workers, hosts, scaling mode, threads, controller and any
+workload-specific setting (``settings.extra``). A setting that is constant on each side but differs
+between the sides (all OLD runs xla=false, all NEW runs xla=true) is what is being compared: it is not
+a key, and it is reported as a change. ``workers`` is always a key (a 4-worker run is not compared
+with an 8-worker one); ``hosts`` is a key unless it is such a constant difference, which is a
+hardware difference (see hardware()).
+
+Points present on one side only are returned, never dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from repro.errors import ResultsError
+from repro.results.record import RunRecord, Settings
+
+# Settings fields a point is aligned on, in display order. global_batch follows from batch x workers.
+FIELDS = ("workload", "model", "batch_per_worker", "precision", "xla", "data_format", "data", "workers", "hosts",
+          "scaling", "threads", "backend")
+ALWAYS_KEYS = frozenset({"workers"})
+THROUGHPUT = "throughput"  # every workload but allreduce and tta measures items per second
+KINDS = {"allreduce": "allreduce", "tta": "tta"}
+
+
+def kind(workload: str) -> str:
+    """The comparison a workload gets: 'throughput', 'allreduce' or 'tta'."""
+    return KINDS.get(workload, THROUGHPUT)
+
+
+def setting(settings: Settings, name: str) -> Any:
+    """A settings value by alignment name (``extra.<key>`` for workload-specific settings)."""
+    if name.startswith("extra."):
+        return settings.extra.get(name[len("extra."):])
+    return getattr(settings, name)
+
+
+def setting_names(records: Sequence[RunRecord]) -> list[str]:
+    extra = sorted({k for r in records for k in r.settings.extra})
+    return [*FIELDS, *(f"extra.{k}" for k in extra)]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One value that differs between the sides: a setting, a manifest field, a lock entry, hardware."""
+
+    path: str
+    old: Any
+    new: Any
+
+    def render(self) -> str:
+        return f"{self.path}: {format_value(self.old)} → {format_value(self.new)}"
+
+
+def format_value(value: Any) -> str:
+    """A value as YAML would write it: false/true, (none) for missing, a | b for several."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "(none)"
+    if isinstance(value, (set, frozenset, tuple)) and not isinstance(value, str):
+        return " | ".join(sorted(format_value(v) for v in value)) or "(none)"
+    return str(value)
+
+
+Key = tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Group:
+    """The records of one side at one aligned point."""
+
+    key: Key
+    records: tuple[RunRecord, ...]
+
+    @property
+    def settings(self) -> Settings:
+        return self.records[0].settings
+
+    @property
+    def workload(self) -> str:
+        return self.settings.workload
+
+
+@dataclass(frozen=True)
+class Pair:
+    """An aligned point: OLD's and NEW's records at the same key."""
+
+    key: Key
+    old: Group
+    new: Group
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How two selections line up: the keys used, what was compared, pairs, and one-sided points."""
+
+    keys: tuple[str, ...]
+    compared: tuple[Change, ...]
+    pairs: tuple[Pair, ...]
+    old_only: tuple[Group, ...]
+    new_only: tuple[Group, ...]
+
+
+def _values(records: Sequence[RunRecord], name: str) -> set:
+    return {_hashable(setting(r.settings, name)) for r in records}
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (list, dict)):
+        return repr(value)
+    return value
+
+
+def _order(value: Any) -> tuple:
+    """Numbers in numeric order, then text, then None: so 2 workers sort before 16."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, value, "")
+    if value is None:
+        return (2, 0, "")
+    return (1, 0, str(value))
+
+
+def _sort_key(key: Key) -> tuple:
+    return tuple(_order(v) for _, v in key)
+
+
+def align(old: Sequence[RunRecord], new: Sequence[RunRecord], *, hosts_are_compared: bool = False) -> Alignment:
+    """Match OLD's and NEW's records point by point (see the module docstring)."""
+    if not old or not new:
+        raise ResultsError("nothing to compare: one side has no runs")
+    old_kinds = {kind(r.settings.workload) for r in old}
+    new_kinds = {kind(r.settings.workload) for r in new}
+    if not old_kinds & new_kinds:
+        raise ResultsError(f"OLD holds {', '.join(sorted(old_kinds))} runs and NEW holds "
+                           f"{', '.join(sorted(new_kinds))} runs: there is nothing in common to compare")
+    compared: list[Change] = []
+    keys: list[str] = []
+    for name in setting_names([*old, *new]):
+        a, b = _values(old, name), _values(new, name)
+        constant_difference = len(a) == 1 and len(b) == 1 and a != b
+        if constant_difference and name not in ALWAYS_KEYS and (name != "hosts" or hosts_are_compared):
+            compared.append(Change(name, next(iter(a)), next(iter(b))))
+        else:
+            keys.append(name)
+
+    def key_of(record: RunRecord) -> Key:
+        return tuple((name, _hashable(setting(record.settings, name))) for name in keys)
+
+    def grouped(records: Sequence[RunRecord]) -> dict[Key, list[RunRecord]]:
+        out: dict[Key, list[RunRecord]] = defaultdict(list)
+        for r in records:
+            out[key_of(r)].append(r)
+        return out
+
+    a, b = grouped(old), grouped(new)
+    pairs = [Pair(k, Group(k, tuple(a[k])), Group(k, tuple(b[k]))) for k in sorted(a.keys() & b.keys(), key=_sort_key)]
+    old_only = [Group(k, tuple(a[k])) for k in sorted(a.keys() - b.keys(), key=_sort_key)]
+    new_only = [Group(k, tuple(b[k])) for k in sorted(b.keys() - a.keys(), key=_sort_key)]
+    return Alignment(tuple(keys), tuple(compared), tuple(pairs), tuple(old_only), tuple(new_only))
+
+
+def varying_keys(alignment: Alignment) -> tuple[str, ...]:
+    """Key fields whose value differs between points: the columns a table needs."""
+    groups = [p.old for p in alignment.pairs] + list(alignment.old_only) + list(alignment.new_only)
+    out = []
+    for i, name in enumerate(alignment.keys):
+        if len({g.key[i][1] for g in groups}) > 1:
+            out.append(name)
+    return tuple(out)
+
+
+# -- hardware ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Hardware:
+    """What one side ran on, as far as the records tell: GPU models, interconnects, systems, host counts."""
+
+    gpus: tuple[str, ...] = ()
+    interconnects: tuple[str, ...] = ()
+    systems: tuple[str, ...] = ()
+    hosts: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        parts = []
+        if self.gpus:
+            parts.append(" + ".join(self.gpus))
+        if self.interconnects:
+            parts.append(" + ".join(self.interconnects))
+        if self.systems:
+            parts.append("system " + " + ".join(self.systems))
+        if self.hosts:
+            parts.append(f"{'/'.join(str(h) for h in self.hosts)} host{'s' if max(self.hosts) > 1 else ''}")
+        return ", ".join(parts) or "unknown"
+
+
+def gpu_model(device: str) -> str:
+    """The model in a rank's device string: 'GPU:0 Tesla V100-SXM2-16GB' -> 'Tesla V100-SXM2-16GB', 'CPU' -> 'CPU'."""
+    text = device.strip()
+    head, _, rest = text.partition(" ")
+    if head.upper().startswith("GPU") and rest.strip():
+        return rest.strip()
+    return text
+
+
+def _fact_values(facts: dict[str, Any], name: str) -> set[str]:
+    """A fact at the top level of record.facts or in any per-host mapping under it."""
+    out = set()
+    if isinstance(facts.get(name), (str, int, float)):
+        out.add(str(facts[name]))
+    for value in facts.values():
+        if isinstance(value, dict) and isinstance(value.get(name), (str, int, float)):
+            out.add(str(value[name]))
+    return out
+
+
+def _host_facts(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-host facts `repro prepare` gathered (format repro.facts/1), as recorded with a run."""
+    return [v for v in facts.values() if isinstance(v, dict) and v.get("format") == "repro.facts/1"]
+
+
+def _link(host: dict[str, Any]) -> str | None:
+    """'infiniband 100 Gb/s' from a host's MPI/NCCL interface and its kind."""
+    iface = host.get("interface")
+    if not isinstance(iface, dict) or not iface.get("name"):
+        return None
+    kind = next((i.get("kind") for i in host.get("interfaces") or []
+                 if isinstance(i, dict) and i.get("name") == iface["name"]), None)
+    gbps = iface.get("link_gbps")
+    return f"{kind or iface['name']}" + (f" {gbps:g} Gb/s" if isinstance(gbps, (int, float)) else "")
+
+
+def hardware(records: Sequence[RunRecord]) -> Hardware:
+    """The hardware of a side: GPU models from the ranks' device strings and the hosts' facts (or
+    facts['gpu'] for published figures), interconnects from the hosts' facts (the MPI/NCCL interface's
+    kind and link speed) or facts['interconnect'], systems from published figures, host counts."""
+    gpus: set[str] = set()
+    nets: set[str] = set()
+    systems: set[str] = set()
+    for r in records:
+        gpus |= {gpu_model(rank.device) for rank in r.ranks if rank.device}
+        gpus |= _fact_values(r.facts, "gpu")
+        nets |= _fact_values(r.facts, "interconnect")
+        for host in _host_facts(r.facts):
+            gpus |= {g["name"] for g in host.get("gpus") or [] if isinstance(g, dict) and g.get("name")}
+            link = _link(host)
+            if link:
+                nets.add(link)
+        if r.published is not None and r.published.system:
+            systems.add(r.published.system)
+        elif isinstance(r.settings.extra.get("system"), str):
+            systems.add(r.settings.extra["system"])
+    hosts = {r.settings.hosts for r in records}
+    return Hardware(tuple(sorted(gpus)), tuple(sorted(nets)), tuple(sorted(systems)), tuple(sorted(hosts)))
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"\s+", "", name.lower()).replace("nvidia", "").replace("tesla", "")
+
+
+def _covers(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Every name of `a` is matched on `b` by one containing the other: 'P100' (a published table)
+    and 'Tesla P100-PCIE-16GB' (a device string) are the same GPU model."""
+    return all(any(_norm(x) in _norm(y) or _norm(y) in _norm(x) for y in b) for x in a)
+
+
+def hardware_changes(old: Hardware, new: Hardware) -> tuple[Change, ...]:
+    """Differences between two sides' hardware, where both sides tell; host counts only when each side
+    ran on one count and the counts differ (a scaling sweep over 1..N hosts is aligned, not refused)."""
+    out = []
+    for name, a, b in (("gpu", old.gpus, new.gpus), ("interconnect", old.interconnects, new.interconnects),
+                       ("system", old.systems, new.systems)):
+        if a and b and not (_covers(a, b) and _covers(b, a)):
+            out.append(Change(name, " + ".join(a), " + ".join(b)))
+    if len(old.hosts) == 1 and len(new.hosts) == 1 and old.hosts != new.hosts:
+        out.append(Change("hosts", old.hosts[0], new.hosts[0]))
+    return tuple(out)

@@ -1,0 +1,122 @@
+"""`repro compare` as a plain function: two lists of records in, a Comparison out (pure).
+
+    compare(old_records, new_records, Options()) -> Comparison
+
+Steps: check the hardware, align on settings, compute figures per workload kind (throughput,
+all-reduce, time to accuracy), collect what changed. Renderers (render.py, plot.py) only render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from repro.compare import align as _align
+from repro.compare.align import Alignment, Change, Group, Hardware
+from repro.compare.allreduce import AllreduceRow, allreduce_rows
+from repro.compare.diff import Changes, changes
+from repro.compare.throughput import ModelSummary, Options, ThroughputRow, summaries, throughput_rows
+from repro.compare.tta import TtaRow, tta_rows
+from repro.errors import ResultsError
+from repro.results.record import RunRecord
+
+
+@dataclass(frozen=True)
+class SideInfo:
+    """One side of the comparison as a whole."""
+
+    label: str
+    description: str
+    stacks: tuple[str, ...]
+    stack_hashes: tuple[str, ...]
+    runs: int
+    failed: int
+    hardware: Hardware
+
+
+@dataclass(frozen=True)
+class OneSided:
+    """A point found on one side only (listed, never dropped)."""
+
+    side: str
+    key: _align.Key
+    runs: int
+    failed: int
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{k}={_align.format_value(v)}" for k, v in self.key if v is not None)
+        return f"{shown} ({self.runs} runs, {self.failed} failed)"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything `repro compare` reports."""
+
+    old: SideInfo
+    new: SideInfo
+    options: Options
+    keys: tuple[str, ...]
+    columns: tuple[str, ...]  # key fields that vary between points: what a table shows
+    changes: Changes
+    throughput: tuple[ThroughputRow, ...]
+    summaries: tuple[ModelSummary, ...]
+    allreduce: tuple[AllreduceRow, ...]
+    tta: tuple[TtaRow, ...]
+    old_only: tuple[OneSided, ...]
+    new_only: tuple[OneSided, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def regressions(self) -> tuple[ThroughputRow | AllreduceRow | TtaRow, ...]:
+        """Points significantly slower beyond the threshold."""
+        return tuple(r for r in (*self.throughput, *self.allreduce, *self.tta) if r.regression)
+
+
+def _one_sided(side: str, groups: Sequence[Group]) -> tuple[OneSided, ...]:
+    return tuple(OneSided(side, g.key, sum(1 for r in g.records if r.status == "ok"),
+                          sum(1 for r in g.records if r.status != "ok")) for g in groups)
+
+
+def _side_info(label: str, description: str, records: Sequence[RunRecord]) -> SideInfo:
+    return SideInfo(label, description, tuple(dict.fromkeys(r.stack.name for r in records)),
+                    tuple(dict.fromkeys(r.stack.hash for r in records)), len(records),
+                    sum(1 for r in records if r.status != "ok"), _align.hardware(records))
+
+
+def check_hardware(old: Hardware, new: Hardware, allow: bool) -> tuple[Change, ...]:
+    """The hardware differences; refused (ResultsError) unless allowed."""
+    diffs = _align.hardware_changes(old, new)
+    if diffs and not allow:
+        raise ResultsError("OLD and NEW ran on different hardware: " + "; ".join(c.render() for c in diffs),
+                           hint="a throughput ratio across hardware is not a software comparison; pass "
+                           "--allow-different-hardware to compare anyway (the difference is then shown)")
+    return diffs
+
+
+def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options | None = None, *,
+            old_description: str = "", new_description: str = "") -> Comparison:
+    """Compare two sets of records point by point (see the module docstring)."""
+    options = options or Options()
+    if not old or not new:
+        raise ResultsError(f"nothing to compare: {'OLD' if not old else 'NEW'} has no runs")
+    old_info = _side_info("OLD", old_description, old)
+    new_info = _side_info("NEW", new_description, new)
+    hw = check_hardware(old_info.hardware, new_info.hardware, options.allow_different_hardware)
+    alignment: Alignment = _align.align(old, new, hosts_are_compared=any(c.path == "hosts" for c in hw))
+    by_kind: dict[str, list[_align.Pair]] = {}
+    for pair in alignment.pairs:
+        by_kind.setdefault(_align.kind(pair.old.workload), []).append(pair)
+    thr_old = [r for r in old if _align.kind(r.settings.workload) == _align.THROUGHPUT]
+    thr_new = [r for r in new if _align.kind(r.settings.workload) == _align.THROUGHPUT]
+    throughput = throughput_rows(by_kind.get(_align.THROUGHPUT, []), thr_old, thr_new, options)
+    allreduce, notes = allreduce_rows(by_kind.get("allreduce", []), options)
+    tta = tta_rows(by_kind.get("tta", []), options)
+    settings_changes = tuple(c for c in alignment.compared if c.path != "hosts" or not hw)
+    return Comparison(
+        old=old_info, new=new_info, options=options, keys=alignment.keys,
+        columns=_align.varying_keys(alignment),
+        changes=changes(old, new, settings_changes, hw),
+        throughput=throughput, summaries=summaries(throughput), allreduce=allreduce, tta=tta,
+        old_only=_one_sided("OLD", alignment.old_only), new_only=_one_sided("NEW", alignment.new_only),
+        notes=notes,
+    )

@@ -1,0 +1,240 @@
+"""Selecting the records one side of a comparison stands for.
+
+A selector is what the user typed for OLD or NEW; it resolves, in this order, to
+  a saved selection file (``*.selection.json``, written by ``repro results --save-selection``),
+  a stack manifest file (its resolved content hash, looked up in the store),
+  a results directory (another store root, or a directory of record JSON files),
+  a stack name (records whose ``stack.name`` matches), or
+  a stack hash or unique hash prefix.
+Filters (model, batch, precision, workers, hosts) then narrow it. Failed records stay in the
+selection: they are counted as failures, never used as data (see repro.results.metrics.points).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from repro.errors import Diagnostic, InputError, Location, ResultsError
+from repro.results.record import RunRecord, Settings
+from repro.results.store import Store, write_json_atomic
+
+SELECTION_FORMAT = "repro.selection/1"
+SELECTION_SUFFIX = ".selection.json"
+_HEX = re.compile(r"^[0-9a-f]{4,}$")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which points of a selection to keep; an empty tuple keeps every value."""
+
+    models: tuple[str, ...] = ()
+    batches: tuple[int, ...] = ()
+    precisions: tuple[str, ...] = ()
+    workers: tuple[int, ...] = ()
+    hosts: tuple[int, ...] = ()
+
+    def matches(self, settings: Settings) -> bool:
+        """Whether a record with these settings is kept."""
+        return ((not self.models or settings.model in self.models)
+                and (not self.batches or settings.batch_per_worker in self.batches)
+                and (not self.precisions or settings.precision in self.precisions)
+                and (not self.workers or settings.workers in self.workers)
+                and (not self.hosts or settings.hosts in self.hosts))
+
+    def narrowed(self, other: Filters) -> Filters:
+        """These filters, with every field `other` sets taking its place (command line over saved file)."""
+        return Filters(*(getattr(other, f) or getattr(self, f)
+                         for f in ("models", "batches", "precisions", "workers", "hosts")))
+
+    def describe(self) -> str:
+        """The filters as command-line options (empty when nothing is filtered)."""
+        parts = []
+        for flag, values in (("--model", self.models), ("--batch", self.batches), ("--precision", self.precisions),
+                             ("--workers", self.workers), ("--hosts", self.hosts)):
+            if values:
+                parts.append(f"{flag} {','.join(str(v) for v in values)}")
+        return " ".join(parts)
+
+    def as_dict(self) -> dict[str, list[Any]]:
+        return {k: list(v) for k, v in (("models", self.models), ("batches", self.batches),
+                                        ("precisions", self.precisions), ("workers", self.workers),
+                                        ("hosts", self.hosts)) if v}
+
+    @property
+    def empty(self) -> bool:
+        return not (self.models or self.batches or self.precisions or self.workers or self.hosts)
+
+
+def parse_filters(*, models: Iterable[str] = (), batches: Iterable[str] = (), precisions: Iterable[str] = (),
+                  workers: Iterable[str] = (), hosts: Iterable[str] = ()) -> Filters:
+    """Filters from repeatable, comma-separated command-line values; a bad value raises InputError."""
+
+    def split(values: Iterable[str]) -> list[str]:
+        return [v.strip() for raw in values for v in str(raw).split(",") if v.strip()]
+
+    def ints(flag: str, values: Iterable[str]) -> tuple[int, ...]:
+        out = []
+        for v in split(values):
+            try:
+                n = int(v)
+            except ValueError:
+                raise InputError(f"{flag}: expected a whole number, found '{v}'") from None
+            if n < 1:
+                raise InputError(f"{flag}: expected a positive number, found '{v}'")
+            out.append(n)
+        return tuple(out)
+
+    precision = tuple(split(precisions))
+    bad = [p for p in precision if p not in ("fp32", "fp16")]
+    if bad:
+        raise InputError(f"--precision: expected fp32 or fp16, found '{bad[0]}'")
+    return Filters(tuple(split(models)), ints("--batch", batches), precision, ints("--workers", workers),
+                   ints("--hosts", hosts))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The records one selector stands for, and how it was resolved (for messages and reports)."""
+
+    selector: str
+    description: str
+    store: str
+    records: tuple[RunRecord, ...] = field(repr=False)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.records if r.status != "ok")
+
+    @property
+    def stacks(self) -> tuple[str, ...]:
+        """Distinct stack names, in order of first appearance."""
+        return tuple(dict.fromkeys(r.stack.name for r in self.records))
+
+    @property
+    def stack_hashes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.stack.hash for r in self.records))
+
+
+def _directory_records(path: Path) -> list[RunRecord]:
+    if (path / "runs").is_dir():
+        return Store(path).records()
+    files = sorted(p for p in path.rglob("*.json") if not p.name.endswith(SELECTION_SUFFIX))
+    return [Store.load(p) for p in files]
+
+
+@dataclass(frozen=True)
+class SavedSelection:
+    """A selection file's content: a store, an optional stack selector, and filters."""
+
+    store: str
+    stack: str | None
+    filters: Filters
+
+
+def read_selection_file(path: Path) -> SavedSelection:
+    """Parse a ``*.selection.json``; relative store paths are relative to the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: unreadable selection file ({exc})") from None
+    loc = Location(str(path))
+
+    def bad(message: str, expected: str, found: Any) -> InputError:
+        return InputError(f"{path}: invalid selection file",
+                          [Diagnostic(message, loc, expected=expected, found=repr(found))])
+
+    if not isinstance(data, dict) or data.get("format") != SELECTION_FORMAT:
+        raise bad("not a repro selection", f'{{"format": "{SELECTION_FORMAT}", "store": ..., ...}}',
+                  data.get("format") if isinstance(data, dict) else data)
+    store = data.get("store")
+    if not isinstance(store, str) or not store:
+        raise bad("store: missing", "the store directory as a string", store)
+    stack = data.get("stack")
+    if stack is not None and not isinstance(stack, str):
+        raise bad("stack: not a string", "a stack name, hash or manifest path", stack)
+    raw = data.get("filters") or {}
+    if not isinstance(raw, dict) or set(raw) - {"models", "batches", "precisions", "workers", "hosts"}:
+        raise bad("filters: unknown keys", "models, batches, precisions, workers, hosts", raw)
+    filters = parse_filters(**{k: [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in raw.items()})
+    root = Path(store)
+    if not root.is_absolute():
+        root = path.parent / root
+    return SavedSelection(str(root), stack, filters)
+
+
+def write_selection_file(path: Path, store: Path, stack: str | None, filters: Filters) -> Path:
+    """Write a selection file that `repro compare` accepts as OLD or NEW."""
+    if not path.name.endswith(SELECTION_SUFFIX):
+        raise InputError(f"{path}: a selection file's name must end in {SELECTION_SUFFIX}")
+    data: dict[str, Any] = {"format": SELECTION_FORMAT, "store": str(store.resolve()), "stack": stack,
+                            "filters": filters.as_dict()}
+    write_json_atomic(path, data)
+    return path
+
+
+def _by_name_or_hash(selector: str, store: Store) -> tuple[list[RunRecord], str]:
+    named = store.records(lambda r: r.stack.name == selector)
+    if named:
+        return named, f"stack {selector}"
+    if _HEX.match(selector):
+        hashes = [h for h in store.stack_hashes() if h.startswith(selector)]
+        if len(hashes) > 1:
+            raise ResultsError(f"stack hash prefix {selector} is ambiguous in {store.root}: {', '.join(hashes)}")
+        if hashes:
+            return store.records(stack_hash=hashes[0]), f"stack hash {hashes[0]}"
+    return [], ""
+
+
+def _resolve(selector: str, store: Store, depth: int) -> tuple[list[RunRecord], str, Store, Filters]:
+    path = Path(selector)
+    if path.is_file() and path.name.endswith(SELECTION_SUFFIX):
+        if depth > 0:
+            raise InputError(f"{path}: a selection file cannot name another selection file")
+        saved = read_selection_file(path)
+        inner = Store(saved.store)
+        if saved.stack is None:
+            return inner.records(), f"selection {path.name} (every run)", inner, saved.filters
+        records, what, inner, _ = _resolve(saved.stack, inner, depth + 1)
+        return records, f"selection {path.name}: {what}", inner, saved.filters
+    if path.is_file() and path.suffix in (".yaml", ".yml"):
+        from repro.manifest import load_stack
+
+        loaded = load_stack(path)
+        return store.records(stack_hash=loaded.hash), f"manifest {path} (hash {loaded.hash})", store, Filters()
+    if path.is_file() and path.suffix == ".json":
+        return [Store.load(path)], f"record file {path}", store, Filters()
+    if path.is_dir():
+        return _directory_records(path), f"results directory {path}", Store(path), Filters()
+    records, what = _by_name_or_hash(selector, store)
+    return records, what, store, Filters()
+
+
+def select(selector: str, store: Store, filters: Filters = Filters()) -> Selection:
+    """Resolve a selector to its records; matching nothing raises ResultsError naming selector and store."""
+    records, what, used, saved = _resolve(selector, store, 0)
+    if not records:
+        raise ResultsError(f"'{selector}' matches no runs in {used.root}",
+                           hint="give a stack name, a stack hash (or prefix), a manifest file, a results "
+                           "directory or a *.selection.json file; `repro results` lists what is stored")
+    wanted = saved.narrowed(filters)
+    kept = [r for r in records if wanted.matches(r.settings)]
+    if not kept:
+        raise ResultsError(f"'{selector}' ({what}, {len(records)} runs in {used.root}) has no run matching "
+                           f"{wanted.describe()}")
+    if not wanted.empty:
+        what += f" [{wanted.describe()}]"
+    return Selection(selector, what, str(used.root), tuple(kept))
+
+
+def records_of(selections: Sequence[Selection]) -> list[RunRecord]:
+    """Every record of several selections, each once (by id)."""
+    seen: dict[str, RunRecord] = {}
+    for sel in selections:
+        for r in sel.records:
+            seen.setdefault(r.id, r)
+    return list(seen.values())

@@ -1,0 +1,158 @@
+"""Launch planning, sweep expansion and record collection: pure logic, no hosts touched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from repro.errors import InputError
+from repro.hosts.inventory import Host, Inventory
+from repro.launch import collect
+from repro.launch.plan import SshOptions, host_list, mpirun_argv, place, plan_point
+from repro.launch.points import SweepSpec, expand, sweep_id
+from repro.launch.runtime import host_mismatches
+from repro.manifest import load_stack
+from repro.results.record import StackRef, SweepRef, redact_argv, redact_env
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU = load_stack(ROOT / "stacks" / "cpu-tf215.yaml")
+GPU = load_stack(ROOT / "stacks" / "tf114-cuda10.yaml")
+
+
+def cluster(slots: int = 1, hosts: int = 2) -> Inventory:
+    return Inventory("inv", tuple(
+        Host(name=f"h{i}", address=f"10.9.0.{i}", slots=slots, docker_host=f"unix:///s/h{i}.sock")
+        for i in range(1, hosts + 1)))
+
+
+def test_placement_fills_hosts_in_order_up_to_their_slots():
+    inv = cluster(slots=4)
+    assert [(p.host.name, p.ranks) for p in place(inv, 6)] == [("h1", 4), ("h2", 2)]
+    assert host_list(place(inv, 8)) == "10.9.0.1:4,10.9.0.2:4"  # seed 003: -H 192.168.11.1:4,192.168.11.2:4
+
+
+def test_too_many_workers_is_an_input_error():
+    with pytest.raises(InputError, match="do not fit"):
+        place(cluster(), 3)
+
+
+def test_weak_scaling_keeps_the_per_worker_batch():
+    points = expand(SweepSpec(workers=(1, 2, 4), batch_sizes=(32,), scaling="weak"), CPU.stack)
+    assert [(p.workers, p.batch_per_worker, p.global_batch) for p in points] == [(1, 32, 32), (2, 32, 64), (4, 32, 128)]
+
+
+def test_strong_scaling_divides_the_global_batch():
+    points = expand(SweepSpec(workers=(1, 2, 4, 8), batch_sizes=(64,), scaling="strong"), CPU.stack)
+    assert [(p.workers, p.batch_per_worker, p.global_batch) for p in points] == [
+        (1, 64, 64), (2, 32, 64), (4, 16, 64), (8, 8, 64)]  # seed 002: BS per processor 16, 8, 4...
+    with pytest.raises(InputError, match="divide evenly"):
+        expand(SweepSpec(workers=(3,), batch_sizes=(64,), scaling="strong"), CPU.stack)
+
+
+def test_stack_defaults_fill_what_the_sweep_leaves_open():
+    (p,) = expand(SweepSpec(workers=(2,)), CPU.stack)
+    b = CPU.stack.benchmark
+    assert (p.model, p.batch_per_worker, p.warmup_steps, p.steps, p.xla) == (b.model, b.batch_size, b.warmup_steps,
+                                                                             b.steps, b.xla)
+
+
+def test_point_keys_and_sweep_ids_are_stable_and_distinct():
+    a = expand(SweepSpec(workers=(1, 2)), CPU.stack)
+    b = expand(SweepSpec(workers=(1, 2)), CPU.stack)
+    assert [p.key() for p in a] == [p.key() for p in b]
+    assert a[0].key() != a[1].key()
+    assert sweep_id("h", "inv", a, 1) == sweep_id("h", "inv", b, 1) != sweep_id("h", "inv", a, 2)
+
+
+def test_mpirun_line_keeps_host_key_checking_on_and_forwards_env():
+    ssh = SshOptions(50000, "/root/.ssh/k", "/root/.ssh/kh")
+    argv = mpirun_argv(place(cluster(), 2), ["python3", "-m", "x"], ["NCCL_DEBUG"], interface="ib0", ssh=ssh)
+    joined = " ".join(argv)
+    assert argv[:2] == ["mpirun", "--allow-run-as-root"] and argv[-3:] == ["python3", "-m", "x"]
+    assert "-H 10.9.0.1:1,10.9.0.2:1" in joined
+    rsh = argv[argv.index("plm_rsh_args") + 1]
+    assert "-p 50000" in rsh and "StrictHostKeyChecking=yes" in rsh and "UserKnownHostsFile=/root/.ssh/kh" in rsh
+    assert "StrictHostKeyChecking=no" not in joined
+    assert "btl_tcp_if_include ib0" in joined
+    assert argv[argv.index("NCCL_DEBUG") - 1: argv.index("NCCL_DEBUG") + 1] == ["-x", "NCCL_DEBUG"]
+
+
+def test_gloo_backend_wraps_mpirun_with_the_rendezvous_launcher():
+    (p,) = expand(SweepSpec(workers=(2,), backends=("gloo",)), CPU.stack)
+    plan = plan_point(p, cluster(), runtime="docker", stack_env={}, gpu=False, run_id="r1", image="img:1")
+    argv = plan.launch_argv
+    assert argv[:3] == ["python3", "-m", "repro.workloads.gloo"]
+    assert argv[argv.index("--hosts") + 1] == "10.9.0.1:1,10.9.0.2:1"
+    assert argv[argv.index("--") + 1] == "mpirun"
+
+
+def test_docker_plan_starts_one_labelled_container_per_host_without_privileges():
+    (p,) = expand(SweepSpec(workers=(2,)), GPU.stack)
+    inv = Inventory("inv", tuple(Host(name=f"n{i}", address=f"10.0.0.{i}", slots=1, gpus=4,
+                                      docker_host="unix:///var/run/docker.sock", dataset_dir="/imagenet")
+                                 for i in (1, 2)))
+    plan = plan_point(p, inv, runtime="docker", stack_env=dict(GPU.stack.env), gpu=True, run_id="r9",
+                      image="repro/stack:abc", ssh_port=50000, infiniband=True)
+    (c1, c2) = plan.containers
+    run = c1.run_argv
+    assert "--privileged" not in run
+    for flag in (["--network", "host"], ["--cap-add", "IPC_LOCK"], ["--gpus", "all"], ["--device", "/dev/infiniband"],
+                 ["--volume", "/imagenet:/data:ro"], ["--label", "repro.run=r9"]):
+        assert any(run[i:i + 2] == flag for i in range(len(run))), flag
+    assert run[-5:] == ["/usr/sbin/sshd", "-D", "-e", "-p", "50000"]
+    assert c2.remove_argv[-3:] == ["rm", "--force", "repro-r9-n2"]
+    assert plan.env["NCCL_NET_GDR_LEVEL"] == "3" and plan.env["NCCL_SOCKET_IFNAME"] == "eth0"
+    text = "\n".join(plan.describe())
+    assert text.count("docker -H") == 5  # 2 runs, 1 exec, 2 removals
+
+
+def test_host_runtime_refuses_mismatched_software():
+    found = {"python": "3.11.2", "tensorflow": "2.14.0", "horovod": "0.28.1",
+             "horovod_built": {"mpi": True, "gloo": False}, "mpi": "mpirun (Open MPI) 4.1.4"}
+    problems = host_mismatches(CPU.stack, found, backend="gloo")
+    assert any("TensorFlow 2.14.0" in p for p in problems)
+    assert any("without Gloo" in p for p in problems)
+    ok = {**found, "tensorflow": "2.15.1", "horovod_built": {"mpi": True, "gloo": True}}
+    assert host_mismatches(CPU.stack, ok, backend="gloo") == []
+
+
+def _result(addresses_by_rank):
+    return {"format": "repro.workload/1", "workload": "cnn", "settings": {},
+            "world": {"size": len(addresses_by_rank), "controller": "mpi"},
+            "software": {"tensorflow": "2.15.1"},
+            "ranks": [{"rank": i, "local_rank": 0, "hostname": "same", "addresses": a, "device": "CPU",
+                       "warmup_times": [1.0], "step_times": [0.5, 0.5], "items_per_step": 32}
+                      for i, a in enumerate(addresses_by_rank)],
+            "metrics": {}}
+
+
+def test_collect_maps_ranks_to_hosts_by_address_not_hostname():
+    (p,) = expand(SweepSpec(workers=(2,)), CPU.stack)
+    plan = plan_point(p, cluster(), runtime="docker", stack_env={"API_TOKEN": "s3cret"}, gpu=False, run_id="r",
+                      image="img")
+    ctx = collect.Context(StackRef(name="cpu", hash="abc"), None, SweepRef(id="sw", point=p.key()), "docker")
+    out = "noise\nREPRO_RESULT " + json.dumps(_result([["10.9.0.1"], ["10.9.0.2", "172.17.0.1"]])) + "\n"
+    rec = collect.record(p, plan, ctx, stdout=out, stderr="", returncode=0, duration_s=3.2)
+    assert rec.status == "ok"
+    assert [r.host for r in rec.ranks] == ["h1", "h2"]
+    assert rec.settings.hosts == 2 and rec.settings.workers == 2
+    assert rec.env["API_TOKEN"] == "<redacted>"
+
+
+def test_collect_without_a_result_is_a_failed_record_with_the_reason():
+    (p,) = expand(SweepSpec(workers=(1,)), CPU.stack)
+    plan = plan_point(p, cluster(), runtime="host", stack_env={}, gpu=False, run_id="r")
+    ctx = collect.Context(StackRef(name="cpu", hash="abc"), None, SweepRef(id="sw", point=p.key()), "host")
+    rec = collect.record(p, plan, ctx, stdout="Traceback...", stderr="boom", returncode=1, duration_s=1.0)
+    assert rec.status == "failed" and "exit 1" in rec.failure and "boom" in rec.log_tail
+
+
+def test_redaction_of_secrets_in_env_and_argv():
+    env = redact_env({"HF_TOKEN": "abc", "NCCL_DEBUG": "INFO", "PIP_INDEX_URL": "https://u:pw@pypi.local/simple",
+                      "SSH_KEY_FILE": "/k"})
+    assert env == {"HF_TOKEN": "<redacted>", "NCCL_DEBUG": "INFO",
+                   "PIP_INDEX_URL": "https://u:<redacted>@pypi.local/simple", "SSH_KEY_FILE": "/k"}
+    assert redact_argv(["-x", "DB_PASSWORD=hunter2", "--url=http://a:b@c"]) == [
+        "-x", "DB_PASSWORD=<redacted>", "--url=http://a:<redacted>@c"]
