@@ -1,0 +1,237 @@
+"""pytest fixtures for the multi-host test cluster that tests/cluster/cluster.sh builds on this machine.
+
+The session-scoped `cluster` fixture brings up hosts h1 and h2 (network namespaces with their own sshd,
+~/.ssh and Docker engine) once per session and always tears them down at the end, whether the tests
+pass, fail or are interrupted. See docs/testing.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().with_name("cluster.sh")
+DEFAULT_NAME = "rc"
+UP_TIMEOUT_S = 1200  # a fresh machine builds the base image first (debootstrap)
+DOWN_TIMEOUT_S = 300
+FAULTS = ("sshd-stop", "sshd-start", "link-down", "link-up", "engine-kill", "engine-start")
+_RESTORE = {"sshd-stop": "sshd-start", "link-down": "link-up", "engine-kill": "engine-start"}
+
+
+class ClusterCommandError(RuntimeError):
+    """cluster.sh exited non-zero; the message carries its output."""
+
+
+@dataclass(frozen=True)
+class ClusterHost:
+    """One host of the test cluster."""
+
+    name: str  # inventory name: h1, h2, ...
+    namespace: str  # network namespace: <cluster>-h1, ...
+    address: str
+    ssh_dir: Path  # what this host sees as /root/.ssh
+    docker_host: str | None  # unix:///.../hN/docker.sock, or None without engines
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A running test cluster: its hosts, the files to reach them, and handles to break them."""
+
+    name: str
+    state_dir: Path
+    subnet: str
+    hosts: tuple[ClusterHost, ...]
+    inventory: Path
+    key: Path
+    known_hosts: Path
+
+    def host(self, name: str) -> ClusterHost:
+        """The host called `name` (h1, h2, ...)."""
+        for host in self.hosts:
+            if host.name == name:
+                return host
+        raise KeyError(f"cluster {self.name} has no host {name!r}")
+
+    def exec(self, host: str, argv: Sequence[str], *, timeout: float = 120,
+             input: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Run argv inside `host` (its network namespace and its own ~/.ssh); never raises on failure."""
+        return subprocess.run(
+            ["bash", str(SCRIPT), "exec", host, *argv], env=cluster_env(self.name, self.state_dir),
+            capture_output=True, text=True, timeout=timeout, input=input, check=False,
+        )
+
+    def ssh_argv(self, address: str, *, known_hosts: Path | None = None, connect_timeout: int = 5) -> list[str]:
+        """ssh argv (up to the command) that logs in as root with the cluster key, host keys checked strictly."""
+        return [
+            "ssh", "-i", str(self.key), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+            "-o", f"UserKnownHostsFile={known_hosts or self.known_hosts}", "-o", "StrictHostKeyChecking=yes",
+            "-o", f"ConnectTimeout={connect_timeout}", f"root@{address}",
+        ]
+
+    def fault(self, kind: str, host: str) -> None:
+        """Apply or lift one fault: sshd-stop|sshd-start|link-down|link-up|engine-kill|engine-start."""
+        if kind not in FAULTS:
+            raise ValueError(f"unknown fault {kind!r}; one of {', '.join(FAULTS)}")
+        _run_script(["fault", kind, host], self.name, self.state_dir, timeout=300)
+
+    def sshd_stop(self, host: str) -> None:
+        self.fault("sshd-stop", host)
+
+    def sshd_start(self, host: str) -> None:
+        self.fault("sshd-start", host)
+
+    def link_down(self, host: str) -> None:
+        self.fault("link-down", host)
+
+    def link_up(self, host: str) -> None:
+        self.fault("link-up", host)
+
+    def engine_kill(self, host: str) -> None:
+        self.fault("engine-kill", host)
+
+    def engine_start(self, host: str) -> None:
+        self.fault("engine-start", host)
+
+    @contextlib.contextmanager
+    def faulted(self, kind: str, host: str) -> Iterator[None]:
+        """Apply a breaking fault for the with-block and restore the host afterwards, even on failure."""
+        if kind not in _RESTORE:
+            raise ValueError(f"{kind!r} does not break anything; one of {', '.join(_RESTORE)}")
+        self.fault(kind, host)
+        try:
+            yield
+        finally:
+            self.fault(_RESTORE[kind], host)
+
+    def status(self) -> subprocess.CompletedProcess[str]:
+        """`cluster.sh status` (exit status 0 when every host is healthy)."""
+        return subprocess.run(["bash", str(SCRIPT), "status"], env=cluster_env(self.name, self.state_dir),
+                              capture_output=True, text=True, timeout=120, check=False)
+
+
+def cluster_env(name: str, state_dir: Path | None = None) -> dict[str, str]:
+    """Environment for cluster.sh addressing cluster `name` (and state dir, when not the default)."""
+    env = dict(os.environ, REPRO_CLUSTER_NAME=name)
+    env.pop("REPRO_CLUSTER_DIR", None)  # meant for the session's cluster, not for every name
+    if state_dir is not None:
+        env["REPRO_CLUSTER_DIR"] = str(state_dir)
+    return env
+
+
+def _run_script(args: Sequence[str], name: str, state_dir: Path | None, *, timeout: float) -> str:
+    proc = subprocess.run(["bash", str(SCRIPT), *args], env=cluster_env(name, state_dir),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise ClusterCommandError(f"cluster.sh {' '.join(args)} exited {proc.returncode}:\n"
+                                  f"{proc.stdout}{proc.stderr}")
+    return proc.stderr
+
+
+def load_cluster(state_dir: Path) -> Cluster:
+    """Read the description cluster.sh writes (state_dir/cluster.json)."""
+    data: dict[str, Any] = json.loads((state_dir / "cluster.json").read_text())
+    return Cluster(
+        name=data["name"],
+        state_dir=Path(data["state_dir"]),
+        subnet=data["subnet"],
+        hosts=tuple(
+            ClusterHost(name=h["name"], namespace=h["namespace"], address=h["address"],
+                        ssh_dir=Path(h["ssh_dir"]), docker_host=h["docker_host"])
+            for h in data["hosts"]
+        ),
+        inventory=Path(data["inventory"]),
+        key=Path(data["key"]),
+        known_hosts=Path(data["known_hosts"]),
+    )
+
+
+def default_state_dir(name: str) -> Path:
+    return Path(os.environ.get("REPRO_CLUSTER_DIR") or f"/tmp/repro-cluster-{name}")
+
+
+def cluster_up(name: str = DEFAULT_NAME, hosts: int = 2, *, docker: bool = True,
+               state_dir: Path | None = None) -> tuple[Cluster, str]:
+    """Bring a cluster up (tearing down any leftovers first); return it and cluster.sh's messages."""
+    args = ["up", str(hosts)] + (["--docker"] if docker else [])
+    messages = _run_script(args, name, state_dir, timeout=UP_TIMEOUT_S)
+    return load_cluster(state_dir or Path(f"/tmp/repro-cluster-{name}")), messages
+
+
+def cluster_down(name: str = DEFAULT_NAME, *, state_dir: Path | None = None) -> None:
+    """Remove every trace of cluster `name` (idempotent)."""
+    _run_script(["down"], name, state_dir, timeout=DOWN_TIMEOUT_S)
+
+
+def unavailable_reason(*, docker: bool = True) -> str | None:
+    """Why the cluster cannot run on this machine, or None when it can."""
+    if os.geteuid() != 0:
+        return "the test cluster needs root (network namespaces, sshd, dockerd)"
+    if shutil.which("ip") is None:
+        return "iproute2 (ip) is not installed"
+    try:
+        probe = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"ip netns is unavailable: {exc}"
+    if probe.returncode != 0:
+        return f"ip netns is unavailable: {probe.stderr.strip()}"
+    missing = [tool for tool in ("unshare", "nsenter", "ssh", "ssh-keygen") if shutil.which(tool) is None]
+    if not Path("/usr/sbin/sshd").exists():
+        missing.append("sshd (openssh-server)")
+    if docker:
+        missing += [tool for tool in ("dockerd", "docker") if shutil.which(tool) is None]
+    if missing:
+        return f"missing for the test cluster: {', '.join(missing)}"
+    return None
+
+
+def _skip_or_fail(reason: str) -> None:
+    # scripts/test.sh sets REPRO_TESTS_STRICT: there a missing prerequisite is a failure, not a skip.
+    if os.environ.get("REPRO_TESTS_STRICT", "") not in ("", "0"):
+        pytest.fail(f"test cluster unavailable (REPRO_TESTS_STRICT): {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    # A CI job killed with SIGTERM would otherwise skip every finalizer and leave the cluster running.
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        if previous is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """Hosts h1 and h2 with sshd and Docker engines, up for the session, always torn down after it."""
+    reason = unavailable_reason(docker=True)
+    if reason:
+        _skip_or_fail(reason)
+    name = os.environ.get("REPRO_CLUSTER_NAME") or DEFAULT_NAME
+    state_dir = default_state_dir(name)
+    with _sigterm_as_interrupt():
+        try:
+            # Inside the try: an interrupted or failed `up` is torn down too.
+            try:
+                up, _ = cluster_up(name, 2, docker=True, state_dir=state_dir)
+            except ClusterCommandError as exc:
+                pytest.fail(str(exc), pytrace=False)
+            yield up
+        finally:
+            cluster_down(name, state_dir=state_dir)

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Start (or stop) the Docker engine of the machine's own (root) namespace, used for local image
+# builds. Idempotent: `ensure` does nothing when `docker info` already answers; `stop` stops only an
+# engine this script started. Flags follow /work/shared/TESTBED.md (no iptables, no default bridge).
+#
+#   tests/cluster/local-docker.sh ensure|stop|status
+set -euo pipefail
+
+LOG=/var/log/repro-dockerd.log
+PIDFILE=/var/run/docker.pid
+MARKER=/var/run/repro-local-dockerd.pid # pid of the dockerd this script started
+READY_TIMEOUT=${REPRO_DOCKERD_TIMEOUT:-60}
+
+die() { echo "local-docker: $*" >&2; exit 1; }
+say() { echo "local-docker: $*" >&2; }
+
+engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
+
+alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
+
+ensure() {
+  if engine_answers; then
+    say "the local Docker engine answers already"
+    return 0
+  fi
+  [[ $EUID -eq 0 ]] || die "starting dockerd needs root"
+  command -v dockerd >/dev/null || die "dockerd is not installed (apt-get install -y docker.io)"
+  local pid
+  pid=$(cat "$PIDFILE" 2>/dev/null || true)
+  if alive "$pid"; then
+    say "dockerd (pid $pid) runs but does not answer yet; waiting"
+  else
+    say "starting dockerd (log: $LOG)"
+    setsid dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=overlay2 \
+      --pidfile "$PIDFILE" </dev/null >>"$LOG" 2>&1 &
+    pid=$!
+    echo "$pid" >"$MARKER"
+  fi
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until engine_answers; do
+    alive "$pid" || die "dockerd exited; last lines of $LOG:$(printf '\n'; tail -n 20 "$LOG")"
+    ((SECONDS < deadline)) || die "dockerd did not answer within ${READY_TIMEOUT}s; see $LOG"
+    sleep 0.5
+  done
+  say "the local Docker engine is ready"
+}
+
+stop() {
+  local pid
+  pid=$(cat "$MARKER" 2>/dev/null || true)
+  if ! alive "$pid"; then
+    rm -f "$MARKER"
+    if engine_answers; then
+      say "the running engine was not started by this script; leaving it alone"
+    else
+      say "no engine started by this script runs"
+    fi
+    return 0
+  fi
+  [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == dockerd ]] || {
+    rm -f "$MARKER"
+    die "pid $pid is not dockerd any more; leaving it alone"
+  }
+  say "stopping dockerd (pid $pid)"
+  kill -TERM "$pid"
+  local deadline=$((SECONDS + 30))
+  while alive "$pid" && ((SECONDS < deadline)); do sleep 0.5; done
+  if alive "$pid"; then
+    say "dockerd did not stop within 30s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$MARKER"
+}
+
+case "${1:-}" in
+  ensure) ensure ;;
+  stop) stop ;;
+  status) if engine_answers; then echo "running"; else echo "stopped"; exit 1; fi ;;
+  *) echo "usage: $0 ensure|stop|status" >&2; exit 2 ;;
+esac
