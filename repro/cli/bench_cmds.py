@@ -138,7 +138,7 @@ def _report(records, store, args) -> None:
         if args.plot:
             from repro.results.allreduce_plot import plot_allreduce
 
-            plot_allreduce(records, args.plot)
+            plot_allreduce(records, args.plot, link_gbps=args.link_gbps)
             print(f"plot: {args.plot}")
     elif workload == "tta":
         print(report.tta_report(records))

@@ -1,0 +1,55 @@
+"""End-of-sweep summaries: all-reduce table against the link speed, its plot, time-to-accuracy table."""
+
+from __future__ import annotations
+
+from repro.results.allreduce_plot import plot_allreduce
+from repro.results.record import HostRef, RunRecord, Settings, StackRef
+from repro.results.summary import GBIT, allreduce_report, allreduce_rows, tta_report
+
+
+def allreduce_record(backend: str, link: float | None = None) -> RunRecord:
+    results = []
+    for elements in (1, 1000, 1_000_000):
+        size = elements * 4
+        latency = 20e-6 + size / (0.5 * GBIT * 10)  # 5 Gbit/s algorithm bandwidth plus 20 us
+        results.append({"dtype": "fp32", "elements": elements, "bytes": size, "latencies": [latency] * 3,
+                        "latency_median": latency, "algbw_median": size / latency,
+                        "busbw_median": size / latency})
+    facts = {"h1": {"link_gbps": link}, "h2": {"link_gbps": link}} if link else {}
+    return RunRecord(id=f"r-{backend}", created="2026-11-22T00:00:00+00:00", status="ok",
+                     stack=StackRef(name="cpu", hash="abc"),
+                     settings=Settings(workload="allreduce", workers=2, hosts=2, backend=backend),
+                     hosts=[HostRef(name="h1", address="10.0.0.1"), HostRef(name="h2", address="10.0.0.2")],
+                     facts=facts, metrics={"backend": backend, "results": results})
+
+
+def test_allreduce_rows_relate_bus_bandwidth_to_the_link_speed_from_facts():
+    rows = allreduce_rows([allreduce_record("mpi", link=10.0)])
+    assert [r["elements"] for r in rows] == [1, 1000, 1_000_000]
+    big = rows[-1]
+    assert big["link_gbps"] == 10.0
+    assert 4.9 < big["busbw_gbps"] < 5.0 and 0.49 < big["of_link"] < 0.5
+    assert rows[0]["busbw_gbps"] < big["busbw_gbps"]
+
+
+def test_allreduce_report_says_when_the_link_speed_is_unknown_and_takes_an_override():
+    assert "link speed unknown" in allreduce_report([allreduce_record("gloo")])
+    text = allreduce_report([allreduce_record("gloo")], link_gbps=100)
+    assert "100 Gbit/s" in text and "gloo" in text
+
+
+def test_allreduce_plot_writes_png_and_svg(tmp_path):
+    records = [allreduce_record("mpi", 10.0), allreduce_record("gloo", 10.0)]
+    png = plot_allreduce(records, tmp_path / "a.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = plot_allreduce(records, tmp_path / "a.svg")
+    assert "<svg" in svg.read_text()[:500]
+
+
+def test_tta_report_lists_time_epochs_and_split():
+    rec = RunRecord(id="t", created="2026-11-22T00:00:00+00:00", status="ok", stack=StackRef(name="cpu", hash="a"),
+                    settings=Settings(workload="tta", workers=2),
+                    metrics={"target": 0.95, "reached": True, "time_to_accuracy_s": 12.5, "epochs": 7,
+                             "final_top1": 0.96, "final_top5": 1.0, "compute_s": 9.0, "communication_s": 1.5})
+    text = tta_report([rec])
+    assert "12.5" in text and "9.0" in text and "1.5" in text and "0.96" in text
