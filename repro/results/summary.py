@@ -67,7 +67,8 @@ def allreduce_report(records: Sequence[RunRecord], link_gbps: float | None = Non
     link = next((r["link_gbps"] for r in rows if r["link_gbps"]), None)
     head = f"link speed reference: {link:g} Gbit/s" if link else "link speed unknown (repro prepare, or --link-gbps)"
     return head + "\n" + tabulate(table, headers=["backend", "workers", "dtype", "elements", "bytes", "latency us",
-                                                  "algbw Gbit/s", "busbw Gbit/s", "busbw/link"])
+                                                  "algbw Gbit/s", "busbw Gbit/s", "busbw/link"],
+                               disable_numparse=True)
 
 
 def tta_report(records: Sequence[RunRecord]) -> str:
@@ -84,7 +85,7 @@ def tta_report(records: Sequence[RunRecord]) -> str:
                       m.get("final_top1"), m.get("final_top5"), _seconds(m.get("compute_s")),
                       _seconds(m.get("communication_s")), f"target {m.get('target')}"])
     return tabulate(table, headers=["workers", "time to accuracy s", "epochs", "top-1", "top-5", "compute s",
-                                    "communication s", ""])
+                                    "communication s", ""], disable_numparse=True)
 
 
 def _seconds(value: Any) -> str:
