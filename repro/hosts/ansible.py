@@ -1,0 +1,269 @@
+"""The ansible-runner adapter: run one of repro's playbooks and turn its events into per-host outcomes.
+
+A `PlaybookRun` is the plan (pure): playbook, inventory, extra variables, tags, check mode; its `argv()`
+is the equivalent `ansible-playbook` command line, which `--dry-run` prints. `run_playbook` executes a
+plan with `ansible_runner.run` and reports every task result to a progress callback as it happens.
+ansible-runner is imported only here, inside the function that needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from repro.errors import BackendUnavailable
+
+PLAYBOOKS = Path(os.environ.get("REPRO_PLAYBOOKS") or Path(__file__).resolve().parents[2] / "playbooks")
+SKIP_PREFIX = "skipped:"
+# Connection settings that make failures quick and explicit; the rest is in playbooks/ansible.cfg.
+ENV = {"ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0"}
+
+
+@dataclass(frozen=True)
+class PlaybookRun:
+    """What to run: a playbook of playbooks/ against an inventory, with variables, tags and check mode."""
+
+    playbook: str
+    inventory: str
+    extravars: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    check: bool = False
+    limit: str | None = None
+
+    @property
+    def playbook_path(self) -> Path:
+        return PLAYBOOKS / self.playbook
+
+    def env(self) -> dict[str, str]:
+        return {**ENV, "ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg")}
+
+    def argv(self) -> list[str]:
+        """The ansible-playbook command line equivalent to this run (run from playbooks/, with env())."""
+        argv = ["ansible-playbook", "-i", self.inventory]
+        if self.check:
+            argv.append("--check")
+        if self.limit:
+            argv += ["--limit", self.limit]
+        if self.extravars:
+            argv += ["-e", json.dumps(self.extravars, sort_keys=True)]
+        if self.tags:
+            argv += ["--tags", ",".join(self.tags)]
+        argv.append(str(self.playbook_path))
+        return argv
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """One task's result on one host, as it streams in."""
+
+    host: str
+    role: str
+    task: str
+    status: str  # ok | changed | skipped | failed | unreachable
+    message: str = ""
+    ignored: bool = False
+
+    @property
+    def skip_reason(self) -> str | None:
+        """The reason a role gave for skipping (a debug message starting with 'skipped:')."""
+        if self.status == "ok" and self.message.startswith(SKIP_PREFIX):
+            return self.message[len(SKIP_PREFIX):].strip()
+        return None
+
+
+@dataclass
+class HostOutcome:
+    """What happened on one host during a run."""
+
+    host: str
+    ok: int = 0
+    changed: int = 0
+    skipped: int = 0
+    failed: int = 0
+    unreachable: bool = False
+    skips: list[tuple[str, str]] = field(default_factory=list)  # (role, reason)
+    failure: TaskResult | None = None
+    last_task: TaskResult | None = None
+    facts: dict[str, Any] | None = None  # raw repro_facts output (full gather only)
+
+    @property
+    def status(self) -> str:
+        if self.unreachable:
+            return "unreachable"
+        if self.failure is not None or self.failed:
+            return "failed"
+        return "changed" if self.changed else "ok"
+
+
+@dataclass
+class RunOutcome:
+    """The whole run: ansible-runner's status and return code, and each host's outcome."""
+
+    run: PlaybookRun
+    status: str
+    rc: int
+    hosts: dict[str, HostOutcome]
+    artifact_dir: str | None = None
+
+    @property
+    def failed_hosts(self) -> list[HostOutcome]:
+        return [h for h in self.hosts.values() if h.status in ("failed", "unreachable")]
+
+    def output_tail(self, lines: int = 8) -> str:
+        """The last lines ansible-playbook printed (errors that belong to no host, e.g. a bad --limit)."""
+        if not self.artifact_dir:
+            return ""
+        try:
+            text = (Path(self.artifact_dir) / "stdout").read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join([ln for ln in text.splitlines() if ln.strip()][-lines:])
+
+
+def _message(res: dict[str, Any]) -> str:
+    """The most useful one-line explanation in a module result."""
+    parts = []
+    msg = res.get("msg")
+    if isinstance(msg, str) and msg.strip():
+        parts.append(msg.strip())
+    elif msg:
+        parts.append(json.dumps(msg))
+    if res.get("results") and not parts:  # a loop: the first failed item's message
+        for item in res["results"]:
+            if isinstance(item, dict) and item.get("failed"):
+                parts.append(_message(item))
+                break
+    for key in ("stderr", "stdout"):
+        text = res.get(key)
+        if isinstance(text, str) and text.strip() and res.get("failed"):
+            lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+            parts.append(" | ".join(lines[-3:]))
+            break
+    if res.get("rc") not in (None, 0) and res.get("failed"):
+        parts.append(f"(exit {res['rc']})")
+    return " ".join(parts)
+
+
+class _Collector:
+    """Turns ansible-runner events into TaskResults and HostOutcomes."""
+
+    RESULT_EVENTS = frozenset({"runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable"})
+
+    def __init__(self, progress: Callable[[TaskResult], None] | None) -> None:
+        self.progress = progress
+        self.hosts: dict[str, HostOutcome] = {}
+        self.stats: dict[str, dict[str, int]] = {}
+
+    def outcome(self, host: str) -> HostOutcome:
+        return self.hosts.setdefault(host, HostOutcome(host))
+
+    def __call__(self, event: dict[str, Any]) -> bool:
+        kind = event.get("event")
+        data = event.get("event_data") or {}
+        if kind == "playbook_on_stats":
+            for key in ("ok", "changed", "skipped", "failures", "dark", "ignored", "rescued"):
+                self.stats[key] = dict(data.get(key) or {})
+            return True
+        if kind not in self.RESULT_EVENTS or not data.get("host"):
+            return True
+        res = data.get("res") or {}
+        host = data["host"]
+        out = self.outcome(host)
+        role = data.get("role") or ""
+        task = data.get("task") or ""
+        ignored = bool(data.get("ignore_errors"))
+        if kind == "runner_on_unreachable":
+            status = "unreachable"
+        elif kind == "runner_on_failed":
+            status = "failed"
+        elif kind == "runner_on_skipped":
+            status = "skipped"
+        else:
+            status = "changed" if res.get("changed") else "ok"
+        message = "" if status == "skipped" else _message(res)
+        result = TaskResult(host, role, task, status, message, ignored)
+        if status == "unreachable":
+            out.unreachable = True
+            out.failure = result
+        elif status == "failed" and not ignored:
+            out.failure = result
+        if result.skip_reason is not None:
+            out.skips.append((role, result.skip_reason))
+        facts = res.get("facts")
+        if isinstance(facts, dict) and "system" in (facts.get("sections") or []):
+            out.facts = facts
+        if status != "skipped":
+            out.last_task = result
+        if self.progress is not None:
+            self.progress(result)
+        return True
+
+    def finish(self) -> None:
+        """Counts from the play recap (authoritative), where ansible-runner gave one."""
+        for key, attr in (("ok", "ok"), ("changed", "changed"), ("skipped", "skipped"), ("failures", "failed")):
+            for host, n in self.stats.get(key, {}).items():
+                setattr(self.outcome(host), attr, int(n))
+        for host in self.stats.get("dark", {}):
+            self.outcome(host).unreachable = True
+
+
+def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[TaskResult], None] | None = None,
+                 ident: str | None = None, timeout: int | None = None) -> RunOutcome:
+    """Run `run` through ansible-runner with private data dir `data_dir`; report each task result to `progress`."""
+    try:
+        import ansible_runner
+    except ImportError as exc:  # pragma: no cover - a dependency of repro
+        raise BackendUnavailable("ansible-runner is not installed", hint="install repro's dependencies") from exc
+    if not run.playbook_path.is_file():
+        raise BackendUnavailable(f"playbook {run.playbook_path} not found",
+                                 hint="set REPRO_PLAYBOOKS to repro's playbooks directory")
+    collector = _Collector(progress)
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # SSH control sockets of this run only (short path: unix sockets are limited to ~100 characters).
+    control_dir = tempfile.mkdtemp(prefix="repro-cp-")
+    try:
+        runner = _run(ansible_runner, run, data_dir, collector, ident, timeout, control_dir)
+    finally:
+        _close_masters(control_dir)
+    collector.finish()
+    return RunOutcome(run=run, status=str(runner.status), rc=int(runner.rc if runner.rc is not None else 1),
+                      hosts=collector.hosts, artifact_dir=getattr(runner.config, "artifact_dir", None))
+
+
+def _close_masters(control_dir: str) -> None:
+    """Stop the SSH connection masters this run started, then remove their directory."""
+    for sock in Path(control_dir).iterdir():
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "repro-control-master"],
+                           capture_output=True, timeout=10, check=False)
+    shutil.rmtree(control_dir, ignore_errors=True)
+
+
+def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector, ident: str | None,
+         timeout: int | None, control_dir: str):
+    return ansible_runner.run(
+        private_data_dir=str(data_dir),
+        project_dir=str(PLAYBOOKS),
+        playbook=run.playbook,
+        inventory=run.inventory,
+        extravars=dict(run.extravars) or None,
+        tags=",".join(run.tags) or None,
+        limit=run.limit,
+        cmdline="--check" if run.check else None,
+        envvars={**run.env(), "ANSIBLE_SSH_CONTROL_PATH_DIR": control_dir},
+        quiet=True,
+        event_handler=collector,
+        ident=ident,
+        suppress_env_files=True,  # nothing of this run is left in env/ for a later run to pick up
+        timeout=timeout,
+        settings={"suppress_ansible_output": True},
+    )

@@ -1,0 +1,273 @@
+"""CNN training throughput (images/sec), tf_cnn_benchmarks style, with Horovod.
+
+    mpirun -np 2 python -m repro.workloads.cnn --model resnet50 --batch-size 32 [--data synthetic|DIR]
+        [--precision fp32|fp16] [--xla] [--data-format NHWC|NCHW] [--warmup-steps 10] [--steps 100]
+
+Synthetic data is one random batch of the dataset's shape, generated once and reused every step.
+A directory holds ImageNet-format TFRecords (`image/encoded` JPEG, `image/class/label` int64):
+files `train-*`, else any `*.tfrecord*`; images are decoded and resized to the model's image size.
+Every step is timed on every rank with time.perf_counter, from fetching the batch to the loss being
+on the host (which waits for the step, its gradient all-reduce and its update); warm-up steps are
+kept apart. Variables are broadcast from rank 0 after the first step (its optimizer slots exist then),
+outside any timed interval.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from . import _common as common
+from . import models
+from ._common import ArgumentParser, WorkloadError, non_negative_int, positive_float, positive_int, run_main
+
+
+def tfrecord_files(directory: str, prefix: str = "train") -> list[str]:
+    """`prefix-*` files in directory, else every `*.tfrecord*` file; sorted."""
+    files = sorted(glob.glob(os.path.join(directory, f"{prefix}-*")))
+    if not files:
+        files = sorted(glob.glob(os.path.join(directory, "*.tfrecord*")))
+    return [f for f in files if os.path.isfile(f)]
+
+
+def decode_example(record: Any, image_size: int, label_offset: int) -> tuple[Any, Any]:
+    """One serialized ImageNet-format Example -> (float32 HWC image in [0, 1], int32 label)."""
+    import tensorflow as tf
+
+    features = tf.io.parse_single_example(
+        record,
+        {
+            "image/encoded": tf.io.FixedLenFeature([], tf.string),
+            "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+        },
+    )
+    image = tf.io.decode_jpeg(features["image/encoded"], channels=3)
+    image = tf.image.resize(image, [image_size, image_size]) / 255.0
+    label = tf.cast(features["image/class/label"], tf.int32) - label_offset
+    return image, label
+
+
+def tfrecord_dataset(
+    files: Sequence[str],
+    rank: int,
+    size: int,
+    batch: int,
+    image_size: int,
+    label_offset: int,
+    channels_first: bool,
+    seed: int,
+) -> Any:
+    """Endless, shuffled batches of this rank's part of the records (by file when there are enough)."""
+    import tensorflow as tf
+
+    autotune = tf.data.AUTOTUNE
+    by_file = len(files) >= size
+    ds = tf.data.Dataset.from_tensor_slices(list(files))
+    if by_file:
+        ds = ds.shard(size, rank)
+    ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
+    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(4, len(files)), num_parallel_calls=autotune)
+    if not by_file:
+        ds = ds.shard(size, rank)
+    ds = ds.shuffle(1024, seed=seed + rank)
+    ds = ds.map(lambda r: decode_example(r, image_size, label_offset), num_parallel_calls=autotune)
+    if channels_first:
+        ds = ds.map(lambda x, y: (tf.transpose(x, [2, 0, 1]), y), num_parallel_calls=autotune)
+    return ds.batch(batch, drop_remainder=True).prefetch(autotune)
+
+
+def build_parser() -> ArgumentParser:
+    """The workload's flags."""
+    parser = ArgumentParser(prog="repro.workloads.cnn", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="resnet50", choices=models.MODELS)
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="per worker")
+    parser.add_argument("--image-size", type=positive_int, default=None, help="default: 224, 299 inception3, 32 CIFAR")
+    parser.add_argument("--num-classes", type=positive_int, default=None, help="default: 1000, 10 for CIFAR models")
+    parser.add_argument("--data", default="synthetic", help="'synthetic' or a directory of ImageNet TFRecords")
+    parser.add_argument(
+        "--label-offset", type=int, default=0, help="subtracted from TFRecord labels (1: 1-based labels)"
+    )
+    parser.add_argument(
+        "--precision", default="fp32", choices=("fp32", "fp16"), help="fp16: mixed_float16 + loss scaling"
+    )
+    # two flags rather than BooleanOptionalAction, which needs Python 3.9
+    parser.add_argument("--xla", dest="xla", action="store_true", help="compile forward and loss with XLA")
+    parser.add_argument("--no-xla", dest="xla", action="store_false", help="no XLA (the default)")
+    parser.add_argument("--data-format", default="NHWC", choices=("NHWC", "NCHW"), help="NCHW needs a GPU")
+    parser.add_argument("--warmup-steps", type=non_negative_int, default=10)
+    parser.add_argument("--steps", type=positive_int, default=100, help="measured steps after warm-up")
+    parser.add_argument("--learning-rate", type=positive_float, default=0.01)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    common.add_common_arguments(parser)
+    return parser
+
+
+def resolve_settings(args: Any) -> dict[str, Any]:
+    """Check the flags that need no TensorFlow and fill in model-dependent defaults."""
+    image_size = args.image_size or models.default_image_size(args.model)
+    if image_size < models.min_image_size(args.model):
+        raise WorkloadError(f"{args.model} needs --image-size >= {models.min_image_size(args.model)}, got {image_size}")
+    data = args.data
+    files: list[str] = []
+    if data != "synthetic":
+        if not os.path.isdir(data):
+            raise WorkloadError(f"--data {data}: not a directory (and not 'synthetic')")
+        files = tfrecord_files(data)
+        if not files:
+            raise WorkloadError(f"--data {data}: no train-* or *.tfrecord* files in it")
+        data = os.path.abspath(data)
+    return {
+        "model": args.model,
+        "batch_per_worker": args.batch_size,
+        "image_size": image_size,
+        "num_classes": args.num_classes or models.default_num_classes(args.model),
+        "data": data,
+        "data_files": len(files),
+        "label_offset": args.label_offset,
+        "precision": args.precision,
+        "xla": bool(args.xla),
+        "data_format": args.data_format,
+        "warmup_steps": args.warmup_steps,
+        "steps": args.steps,
+        "learning_rate": args.learning_rate,
+        "momentum": args.momentum,
+        "optimizer": "sgd_momentum",
+        "seed": args.seed,
+        "_files": files,
+    }
+
+
+def _optimizer_variables(optimizer: Any) -> list[Any]:
+    variables = optimizer.variables
+    return list(variables() if callable(variables) else variables)
+
+
+def throughput_metrics(ranks: Sequence[dict[str, Any]], params: int, losses: Sequence[float]) -> dict[str, Any]:
+    """images/sec summed over ranks (each rank: batch / its median step time) and step-time figures."""
+    per_rank = []
+    for r in ranks:
+        med = common.median(r["step_times"])
+        per_rank.append(r["items_per_step"] / med if med else 0.0)
+    slowest = [max(t) for t in zip(*[r["step_times"] for r in ranks])]  # noqa: B905 (equal lengths)
+    total_items = sum(r["items_per_step"] for r in ranks)
+    return {
+        "unit": "images/sec",
+        "images_per_sec": sum(per_rank),
+        "images_per_sec_mean": total_items * len(slowest) / sum(slowest) if slowest else None,
+        "images_per_sec_per_worker": per_rank,
+        "step_time_median": common.median(slowest),
+        "step_time_mean": common.mean(slowest),
+        "warmup_time_total": max((sum(r["warmup_times"]) for r in ranks), default=0.0),
+        "params": params,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+    }
+
+
+def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
+    """Parse flags, train for warm-up + measured steps, emit the result (rank 0)."""
+    args = build_parser().parse_args(argv)
+    settings = resolve_settings(args)
+    files = settings.pop("_files")
+    world = common.start(args.intra_threads, args.inter_threads)
+    if args.data_format == "NCHW" and not world.gpu:
+        raise WorkloadError("NCHW needs a GPU; use NHWC on CPU")
+
+    import horovod.tensorflow as hvd
+    import tensorflow as tf
+
+    tf.random.set_seed(args.seed)  # same initial weights everywhere (broadcast makes sure anyway)
+    if args.precision == "fp16":
+        tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    channels_first = args.data_format == "NCHW"
+    model = models.build(args.model, settings["image_size"], settings["num_classes"], args.data_format)
+    optimizer: Any = tf.keras.optimizers.SGD(learning_rate=args.learning_rate, momentum=args.momentum)
+    if args.precision == "fp16":
+        optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
+    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    batch = args.batch_size
+
+    if files:
+        dataset = tfrecord_dataset(
+            files,
+            world.rank,
+            world.size,
+            batch,
+            settings["image_size"],
+            args.label_offset,
+            channels_first,
+            args.seed,
+        )
+        iterator = iter(dataset)
+
+        def next_batch() -> tuple[Any, Any]:
+            return next(iterator)
+    else:
+        side = settings["image_size"]
+        shape = [batch, 3, side, side] if channels_first else [batch, side, side, 3]
+        images = tf.random.uniform(shape, seed=args.seed + world.rank)
+        labels = tf.random.uniform([batch], 0, settings["num_classes"], dtype=tf.int32, seed=args.seed + world.rank)
+
+        def next_batch() -> tuple[Any, Any]:
+            return images, labels
+
+    def forward(x: Any, y: Any) -> Any:
+        logits = model(x, training=True)
+        return loss_object(y, tf.cast(logits, tf.float32))
+
+    forward_fn = tf.function(forward, jit_compile=True) if args.xla else forward
+    mixed = args.precision == "fp16"
+
+    @tf.function
+    def train_step(x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = forward_fn(x, y)
+            scaled = optimizer.get_scaled_loss(loss) if mixed else loss
+        tape = hvd.DistributedGradientTape(tape)
+        grads = tape.gradient(scaled, model.trainable_variables)
+        if mixed:
+            grads = optimizer.get_unscaled_gradients(grads)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))  # noqa: B905
+        return loss
+
+    warmup_times: list[float] = []
+    step_times: list[float] = []
+    losses: list[float] = []
+    total = args.warmup_steps + args.steps
+    clock = time.perf_counter
+    for step in range(total):
+        began = clock()
+        x, y = next_batch()
+        loss = float(train_step(x, y).numpy())  # .numpy() waits for the step: the timing is synchronous
+        elapsed = clock() - began
+        (warmup_times if step < args.warmup_steps else step_times).append(elapsed)
+        losses.append(loss)
+        if step == 0:
+            hvd.broadcast_variables(model.variables, root_rank=0)
+            hvd.broadcast_variables(_optimizer_variables(optimizer), root_rank=0)
+        if world.rank == 0 and (step + 1) % 10 == 0:
+            common.log(f"cnn: step {step + 1}/{total} loss {loss:.4f} {elapsed * 1000:.1f} ms")
+
+    params = int(model.count_params())
+    settings.update(
+        global_batch=batch * world.size,
+        params=params,
+        **common.runtime_settings(world),
+    )
+    record = common.rank_record(world, warmup_times, step_times, batch)
+    return common.finish(
+        "cnn", world, settings, record, lambda ranks: throughput_metrics(ranks, params, losses), args.output
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point."""
+    return run_main(run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,681 @@
+"""Time to accuracy (MLBench's recipe): synchronous SGD until the held-out top-1 reaches a target.
+
+    mpirun -np 2 python -m repro.workloads.tta --dataset digits|cifar10:DIR|imagenet:DIR
+        [--target-accuracy 0.95] [--max-epochs N] [--max-seconds S] [--batch-size B] [--learning-rate LR]
+
+Recipe: SGD with Nesterov momentum 0.9 and L2 weight decay on the kernels (conv and dense weights);
+linear scaling rule lr = base * k for k workers, reached by a linear warm-up from base over the first
+--warmup-epochs (default log2 k, 0 for one worker), updated every step; then the rate is multiplied by
+--decay-factor once --plateau-patience epochs pass without a lower validation loss. Each epoch the
+training set is shuffled with the epoch's seed and split into disjoint, equal shards, one per rank
+(at most k-1 examples left out per epoch, different ones each time). Gradients are averaged
+explicitly with hvd.grouped_allreduce, so compute (forward, backward, update) and communication are
+timed apart; step time = data + compute + communication (the latter includes waiting for the
+slowest rank). Validation covers the whole held-out set, which is never trained on: each rank
+evaluates a disjoint part and the sums are all-reduced.
+The run stops at the end of the first epoch whose validation top-1 >= the target, or when
+--max-epochs or --max-seconds (checked after each epoch) runs out. Elapsed time counts from the
+first training step (model building and data loading excluded) and includes validation.
+
+Datasets: `digits` (scikit-learn's bundled 8x8 digits, 1797 images, stratified hold-out with a
+fixed seed), `cifar10:DIR` (python pickle batches; data_batch_* trains, test_batch validates; random
+crop and flip), `imagenet:DIR` (TFRecords train-* and validation-*; resized, random flip).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _common as common
+from . import models
+from ._common import ArgumentParser, WorkloadError, non_negative_int, positive_float, positive_int, run_main
+
+DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
+    "digits": {
+        "model": "digits_cnn",
+        "batch_size": 32,
+        "learning_rate": 0.05,
+        "target_accuracy": 0.95,
+        "max_epochs": 40,
+        "weight_decay": 1e-4,
+    },
+    "cifar10": {
+        "model": "resnet20",
+        "batch_size": 128,
+        "learning_rate": 0.1,
+        "target_accuracy": 0.80,
+        "max_epochs": 164,
+        "weight_decay": 1e-4,
+    },
+    "imagenet": {
+        "model": "resnet50",
+        "batch_size": 32,
+        "learning_rate": 0.0125,
+        "target_accuracy": 0.75,
+        "max_epochs": 90,
+        "weight_decay": 1e-4,
+    },
+}
+# Keep per-epoch shard index lists in the result only for small in-memory sets (they prove disjointness).
+_RECORD_SHARDS_UP_TO = 5000
+
+# --------------------------------------------------------------------------- schedule (pure)
+
+
+def default_warmup_epochs(workers: int) -> float:
+    """log2(k) epochs of warm-up for k workers (0 for one)."""
+    return math.log2(workers) if workers > 1 else 0.0
+
+
+def learning_rate(progress: float, base: float, workers: int, warmup_epochs: float, multiplier: float = 1.0) -> float:
+    """Rate at `progress` epochs into training: linear from base to base*k over the warm-up, then
+    base*k, times the plateau multiplier."""
+    peak = base * workers
+    if warmup_epochs > 0 and progress < warmup_epochs:
+        return (base + (peak - base) * progress / warmup_epochs) * multiplier
+    return peak * multiplier
+
+
+class Plateau:
+    """Reduce-on-plateau: multiply the rate by `factor` after `patience` epochs without a lower loss."""
+
+    def __init__(self, factor: float = 0.1, patience: int = 2, threshold: float = 1e-4) -> None:
+        self.factor = factor
+        self.patience = patience
+        self.threshold = threshold  # relative improvement that counts (PyTorch's default)
+        self.best = math.inf
+        self.bad_epochs = 0
+        self.multiplier = 1.0
+
+    def update(self, loss: float) -> bool:
+        """Record an epoch's validation loss; True when the rate was just reduced."""
+        if loss < self.best * (1 - self.threshold):
+            self.best = loss
+            self.bad_epochs = 0
+            return False
+        self.bad_epochs += 1
+        if self.bad_epochs >= self.patience:
+            self.multiplier *= self.factor
+            self.bad_epochs = 0
+            return True
+        return False
+
+
+# --------------------------------------------------------------------------- splits and shards (pure)
+
+
+def stratified_split(labels: Sequence[int], fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """(train, validation) index lists: round(fraction * n_c) of each class c held out, chosen with seed."""
+    import numpy as np
+
+    if not 0 < fraction < 1:
+        raise WorkloadError(f"--validation-fraction must be between 0 and 1, got {fraction}")
+    labels = np.asarray(labels)
+    rng = np.random.RandomState(seed)
+    train: list[int] = []
+    validation: list[int] = []
+    for cls in np.unique(labels):
+        members = np.flatnonzero(labels == cls)
+        rng.shuffle(members)
+        held = round(fraction * len(members))
+        validation.extend(int(i) for i in members[:held])
+        train.extend(int(i) for i in members[held:])
+    return sorted(train), sorted(validation)
+
+
+def epoch_shard(count: int, epoch: int, seed: int, rank: int, size: int) -> Any:
+    """Positions (into the training set of `count` examples) rank `rank` trains on in `epoch`.
+
+    Shuffle with the epoch's seed (the same on every rank), drop the count % size tail, take every
+    size-th position: shards are disjoint, of equal length, and together cover all but < size."""
+    import numpy as np
+
+    order = np.random.RandomState(seed + 1000003 * (epoch + 1)).permutation(count)
+    usable = count - count % size
+    return order[:usable][rank::size]
+
+
+def steps_per_epoch(count: int, size: int, batch: int) -> int:
+    """Steps each rank takes per epoch (the last batch may be partial, the same on every rank)."""
+    return math.ceil((count // size) / batch)
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass
+class ArrayData:
+    """A dataset held in memory as numpy arrays (NHWC float32 images, int labels)."""
+
+    name: str
+    x_train: Any
+    y_train: Any
+    x_val: Any
+    y_val: Any
+    augment: bool = False
+    split: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def train_size(self) -> int:
+        return len(self.y_train)
+
+    @property
+    def validation_size(self) -> int:
+        return len(self.y_val)
+
+    def steps(self, size: int, batch: int) -> int:
+        return steps_per_epoch(self.train_size, size, batch)
+
+    def shard(self, epoch: int, seed: int, rank: int, size: int) -> Any:
+        return epoch_shard(self.train_size, epoch, seed, rank, size)
+
+    def train_batches(self, epoch: int, seed: int, rank: int, size: int, batch: int) -> Iterator[tuple[Any, Any]]:
+        import numpy as np
+
+        positions = self.shard(epoch, seed, rank, size)
+        rng = np.random.RandomState(seed + 7919 * (epoch + 1) + rank)
+        for start in range(0, len(positions), batch):
+            chosen = positions[start : start + batch]
+            x = self.x_train[chosen]
+            if self.augment:
+                x = _crop_and_flip(x, rng)
+            yield x, self.y_train[chosen]
+
+    def validation_batches(self, rank: int, size: int, batch: int) -> Iterator[tuple[Any, Any]]:
+        part = range(rank, self.validation_size, size)
+        positions = list(part)
+        for start in range(0, len(positions), batch):
+            chosen = positions[start : start + batch]
+            yield self.x_val[chosen], self.y_val[chosen]
+
+
+def _crop_and_flip(images: Any, rng: Any, pad: int = 4) -> Any:
+    """CIFAR augmentation: zero-pad by 4, random 32x32 crop, random horizontal flip (per image)."""
+    import numpy as np
+
+    n, h, w, _ = images.shape
+    padded = np.pad(images, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    out = np.empty_like(images)
+    dy = rng.randint(0, 2 * pad + 1, n)
+    dx = rng.randint(0, 2 * pad + 1, n)
+    flip = rng.rand(n) < 0.5
+    for i in range(n):
+        crop = padded[i, dy[i] : dy[i] + h, dx[i] : dx[i] + w]
+        out[i] = crop[:, ::-1] if flip[i] else crop
+    return out
+
+
+@dataclass
+class RecordData:
+    """ImageNet-format TFRecords read with tf.data (train-* trains, validation-* validates)."""
+
+    name: str
+    train_files: list[str]
+    val_files: list[str]
+    image_size: int
+    label_offset: int
+    train_size: int
+    validation_size: int
+    split: dict[str, Any] = field(default_factory=dict)
+    augment: bool = True
+
+    def steps(self, size: int, batch: int) -> int:
+        # whole batches only: record counts per shard are not known in advance
+        steps = self.train_size // (size * batch)
+        if steps < 1:
+            raise WorkloadError(f"{self.train_size} training records are fewer than one global batch ({size * batch})")
+        return steps
+
+    def shard(self, epoch: int, seed: int, rank: int, size: int) -> Any:
+        return None
+
+    def _records(self, files: Sequence[str]) -> Any:
+        import tensorflow as tf
+
+        # a fixed file order and a deterministic interleave: every rank sees the same record sequence,
+        # so shard() gives disjoint parts
+        ds = tf.data.Dataset.from_tensor_slices(list(files))
+        return ds.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=min(4, len(files)),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+
+    def train_batches(self, epoch: int, seed: int, rank: int, size: int, batch: int) -> Iterator[tuple[Any, Any]]:
+        import numpy as np
+        import tensorflow as tf
+
+        from .cnn import decode_example
+
+        files = list(self.train_files)
+        np.random.RandomState(seed + epoch).shuffle(files)
+        ds = self._records(files).shard(size, rank).shuffle(10000, seed=seed + 7919 * (epoch + 1) + rank)
+        side, offset = self.image_size, self.label_offset
+        ds = ds.map(lambda r: decode_example(r, side, offset), num_parallel_calls=tf.data.AUTOTUNE)
+        if self.augment:
+            ds = ds.map(lambda x, y: (tf.image.random_flip_left_right(x), y), num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.batch(batch, drop_remainder=True).take(self.steps(size, batch)).prefetch(tf.data.AUTOTUNE)
+        yield from ds
+
+    def validation_batches(self, rank: int, size: int, batch: int) -> Iterator[tuple[Any, Any]]:
+        import tensorflow as tf
+
+        from .cnn import decode_example
+
+        side, offset = self.image_size, self.label_offset
+        ds = self._records(self.val_files).shard(size, rank)
+        ds = ds.map(lambda r: decode_example(r, side, offset), num_parallel_calls=tf.data.AUTOTUNE)
+        yield from ds.batch(batch).prefetch(tf.data.AUTOTUNE)
+
+
+def load_digits(validation_fraction: float, split_seed: int) -> ArrayData:
+    """scikit-learn's 8x8 digits (pixels 0..16 scaled to 0..1), stratified hold-out."""
+    import numpy as np
+
+    try:
+        from sklearn.datasets import load_digits as sklearn_digits
+    except ImportError:
+        raise WorkloadError("--dataset digits needs scikit-learn (pip install scikit-learn)") from None
+    bunch = sklearn_digits()
+    images = (bunch.images / 16.0).astype(np.float32)[..., None]
+    labels = bunch.target.astype(np.int32)
+    train, validation = stratified_split(labels, validation_fraction, split_seed)
+    return ArrayData(
+        name="digits",
+        x_train=images[train],
+        y_train=labels[train],
+        x_val=images[validation],
+        y_val=labels[validation],
+        split={
+            "method": "stratified hold-out",
+            "seed": split_seed,
+            "validation_fraction": validation_fraction,
+            "dataset_size": len(labels),
+            "train_indices": train,
+            "validation_indices": validation,
+        },
+    )
+
+
+def load_cifar10(directory: str) -> ArrayData:
+    """CIFAR-10's python batches: data_batch_1..5 for training, test_batch held out; per-channel standardised."""
+    import numpy as np
+
+    def read(path: str) -> tuple[Any, Any]:
+        with open(path, "rb") as handle:
+            batch = pickle.load(handle, encoding="bytes")
+        data = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        return data, np.asarray(batch[b"labels"], dtype=np.int32)
+
+    train_paths = (
+        sorted(os.path.join(directory, n) for n in os.listdir(directory) if n.startswith("data_batch_"))
+        if os.path.isdir(directory)
+        else []
+    )
+    test_path = os.path.join(directory, "test_batch")
+    if not train_paths or not os.path.isfile(test_path):
+        raise WorkloadError(f"--dataset cifar10:{directory}: expected data_batch_* and test_batch (python version)")
+    parts = [read(p) for p in train_paths]
+    x_train = np.concatenate([p[0] for p in parts]).astype(np.float32) / 255.0
+    y_train = np.concatenate([p[1] for p in parts])
+    x_val, y_val = read(test_path)
+    x_val = x_val.astype(np.float32) / 255.0
+    mean = x_train.mean(axis=(0, 1, 2))
+    std = x_train.std(axis=(0, 1, 2))
+    return ArrayData(
+        name="cifar10",
+        x_train=(x_train - mean) / std,
+        y_train=y_train,
+        x_val=(x_val - mean) / std,
+        y_val=y_val,
+        augment=True,
+        split={
+            "method": "files",
+            "train_files": [os.path.basename(p) for p in train_paths],
+            "validation_files": ["test_batch"],
+        },
+    )
+
+
+def count_records(files: Sequence[str]) -> int:
+    """Records in TFRecord files (reads them all: pass --train-examples to skip this for ImageNet)."""
+    import tensorflow as tf
+
+    return int(tf.data.TFRecordDataset(list(files)).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1).numpy())
+
+
+def load_imagenet(directory: str, image_size: int, label_offset: int, train_examples: int | None) -> RecordData:
+    """TFRecords train-* (training) and validation-* (held out)."""
+    import glob
+
+    train_files = sorted(glob.glob(os.path.join(directory, "train-*")))
+    val_files = sorted(glob.glob(os.path.join(directory, "validation-*")))
+    if not train_files or not val_files:
+        raise WorkloadError(f"--dataset imagenet:{directory}: expected train-* and validation-* TFRecord files")
+    return RecordData(
+        name="imagenet",
+        train_files=train_files,
+        val_files=val_files,
+        image_size=image_size,
+        label_offset=label_offset,
+        train_size=train_examples or count_records(train_files),
+        validation_size=count_records(val_files),
+        split={
+            "method": "files",
+            "train_files": [os.path.basename(p) for p in train_files],
+            "validation_files": [os.path.basename(p) for p in val_files],
+        },
+    )
+
+
+def parse_dataset(text: str) -> tuple[str, str | None]:
+    """'digits' -> ('digits', None); 'cifar10:/data/c' -> ('cifar10', '/data/c')."""
+    name, _, directory = text.partition(":")
+    if name not in DATASET_DEFAULTS:
+        raise WorkloadError(f"unknown dataset {text!r}: use digits, cifar10:DIR or imagenet:DIR")
+    if name == "digits" and directory:
+        raise WorkloadError("--dataset digits takes no directory (it is bundled with scikit-learn)")
+    if name != "digits" and not directory:
+        raise WorkloadError(f"--dataset {name} needs a directory: {name}:DIR")
+    return name, directory or None
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def build_parser() -> ArgumentParser:
+    """The workload's flags (None means: the dataset's default)."""
+    parser = ArgumentParser(prog="repro.workloads.tta", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", default="digits", help="digits, cifar10:DIR or imagenet:DIR")
+    parser.add_argument("--model", default=None, help="default: digits_cnn, resnet20 (cifar10), resnet50 (imagenet)")
+    parser.add_argument("--batch-size", type=positive_int, default=None, help="per worker")
+    parser.add_argument("--learning-rate", type=positive_float, default=None, help="base rate for one worker")
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--weight-decay", type=float, default=None)
+    parser.add_argument("--warmup-epochs", type=float, default=None, help="default log2(workers)")
+    parser.add_argument("--decay-factor", type=positive_float, default=0.1)
+    parser.add_argument("--plateau-patience", type=positive_int, default=2)
+    parser.add_argument("--target-accuracy", type=positive_float, default=None, help="validation top-1 to reach")
+    parser.add_argument("--max-epochs", type=positive_int, default=None)
+    parser.add_argument("--max-seconds", type=positive_float, default=3600.0)
+    parser.add_argument("--validation-fraction", type=float, default=0.2, help="digits: share held out")
+    parser.add_argument("--split-seed", type=int, default=0, help="digits: seed of the hold-out split")
+    parser.add_argument("--image-size", type=positive_int, default=224, help="imagenet only")
+    parser.add_argument("--label-offset", type=int, default=0, help="imagenet: subtracted from labels")
+    parser.add_argument("--train-examples", type=non_negative_int, default=0, help="imagenet: records (0: count)")
+    common.add_common_arguments(parser)
+    return parser
+
+
+def resolve_settings(args: Any) -> dict[str, Any]:
+    """Flags with the dataset's defaults filled in (worker count still to come)."""
+    name, directory = parse_dataset(args.dataset)
+    defaults = DATASET_DEFAULTS[name]
+
+    def pick(key: str) -> Any:
+        value = getattr(args, key)
+        return defaults[key] if value is None else value
+
+    model = pick("model")
+    if model not in (*models.MODELS, "digits_cnn"):
+        raise WorkloadError(f"unknown --model {model!r}: choose from digits_cnn, {', '.join(models.MODELS)}")
+    if (name == "digits") != (model == "digits_cnn"):
+        raise WorkloadError(f"--model {model} does not fit --dataset {name} (digits goes with digits_cnn)")
+    target = pick("target_accuracy")
+    if target > 1:
+        raise WorkloadError(f"--target-accuracy is a fraction (0..1], got {target}")
+    return {
+        "dataset": name,
+        "data": os.path.abspath(directory) if directory else None,
+        "model": model,
+        "batch_per_worker": pick("batch_size"),
+        "base_learning_rate": pick("learning_rate"),
+        "momentum": args.momentum,
+        "nesterov": True,
+        "weight_decay": pick("weight_decay"),
+        "decay_factor": args.decay_factor,
+        "plateau_patience": args.plateau_patience,
+        "target_accuracy": target,
+        "max_epochs": pick("max_epochs"),
+        "max_seconds": args.max_seconds,
+        "seed": args.seed,
+    }
+
+
+def load_data(settings: dict[str, Any], args: Any) -> ArrayData | RecordData:
+    """The dataset named in settings."""
+    name, directory = settings["dataset"], settings["data"]
+    if name == "digits":
+        return load_digits(args.validation_fraction, args.split_seed)
+    if name == "cifar10":
+        return load_cifar10(directory)
+    return load_imagenet(directory, args.image_size, args.label_offset, args.train_examples or None)
+
+
+def build_model(settings: dict[str, Any], data: ArrayData | RecordData, num_classes: int) -> Any:
+    """The model for the dataset."""
+    if settings["model"] == "digits_cnn":
+        return models.digits_cnn(num_classes)
+    side = data.image_size if isinstance(data, RecordData) else int(data.x_train.shape[1])
+    return models.build(settings["model"], side, num_classes, "NHWC")
+
+
+def check_shards(shards: Sequence[Sequence[int]], train_size: int) -> dict[str, Any]:
+    """Disjointness and coverage of one epoch's shards (positions into the training set)."""
+    flat = [int(i) for s in shards for i in s]
+    return {
+        "disjoint": len(flat) == len(set(flat)),
+        "within_train_set": all(0 <= i < train_size for i in flat),
+        "covered": len(set(flat)),
+        "left_out": train_size - len(set(flat)),
+        "sizes": [len(s) for s in shards],
+    }
+
+
+class Trainer:
+    """The model, the optimizer and the compiled compute / communicate / update / evaluate steps."""
+
+    def __init__(self, model: Any, settings: dict[str, Any], num_classes: int, gpu: bool) -> None:
+        import horovod.tensorflow as hvd
+        import tensorflow as tf
+
+        self.model = model
+        self.gpu = gpu
+        variables = model.trainable_variables
+        decays = [len(v.shape) > 1 for v in variables]  # kernels; not biases or batch-norm scales
+        weight_decay = settings["weight_decay"]
+        self.lr = tf.Variable(settings["base_learning_rate"], trainable=False, dtype=tf.float32)
+        optimizer = tf.keras.optimizers.SGD(learning_rate=self.lr, momentum=settings["momentum"], nesterov=True)
+        loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        @tf.function
+        def compute(x: Any, y: Any) -> Any:
+            with tf.GradientTape() as tape:
+                loss = loss_object(y, model(x, training=True))
+            return loss, tape.gradient(loss, variables)
+
+        @tf.function
+        def communicate(grads: Any) -> Any:
+            return hvd.grouped_allreduce(list(grads), op=hvd.Average)
+
+        @tf.function
+        def update(grads: Any) -> None:
+            if weight_decay:
+                grads = [g + weight_decay * v if d else g for g, v, d in zip(grads, variables, decays)]  # noqa: B905
+            optimizer.apply_gradients(zip(grads, variables))  # noqa: B905
+
+        @tf.function
+        def evaluate(x: Any, y: Any) -> Any:
+            logits = model(x, training=False)
+            y = tf.cast(y, tf.int32)
+            losses = tf.keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+            top1 = tf.reduce_sum(tf.cast(tf.math.in_top_k(y, logits, 1), tf.float64))
+            top5 = tf.reduce_sum(tf.cast(tf.math.in_top_k(y, logits, min(5, num_classes)), tf.float64))
+            count = tf.cast(tf.size(y), tf.float64)
+            return tf.stack([tf.reduce_sum(tf.cast(losses, tf.float64)), top1, top5, count])
+
+        self.compute, self.communicate, self.update, self.evaluate = compute, communicate, update, evaluate
+
+    def _sync(self, tensor: Any) -> None:
+        # CPU calls return finished; on a GPU one scalar to the host waits for the stream
+        if self.gpu:
+            float(tensor[(0,) * len(tensor.shape)].numpy())
+
+    def train_epoch(self, batches: Iterator[tuple[Any, Any]], rates: Sequence[float]) -> dict[str, Any]:
+        """One step per rate; returns loss sum, examples, step times and the time split of the epoch."""
+        clock = time.perf_counter
+        out: dict[str, Any] = {"loss_sum": 0.0, "seen": 0, "compute_s": 0.0, "comm_s": 0.0, "data_s": 0.0}
+        out["step_times"] = []
+        for rate in rates:
+            self.lr.assign(rate)
+            t0 = clock()
+            x, y = next(batches)
+            t1 = clock()
+            loss, grads = self.compute(x, y)
+            self._sync(grads[0])
+            t2 = clock()
+            grads = self.communicate(grads)
+            self._sync(grads[0])
+            t3 = clock()
+            self.update(grads)
+            loss_value = float(loss.numpy())
+            self._sync(self.model.trainable_variables[0])
+            t4 = clock()
+            out["data_s"] += t1 - t0
+            out["compute_s"] += (t2 - t1) + (t4 - t3)
+            out["comm_s"] += t3 - t2
+            out["step_times"].append(t4 - t0)
+            out["loss_sum"] += loss_value * len(y)
+            out["seen"] += len(y)
+        return out
+
+    def validate(self, batches: Iterator[tuple[Any, Any]]) -> list[float]:
+        """[loss sum, top-1 hits, top-5 hits, examples] over this rank's part of the held-out set."""
+        totals = [0.0, 0.0, 0.0, 0.0]
+        for x, y in batches:
+            totals = [a + float(b) for a, b in zip(totals, self.evaluate(x, y).numpy())]  # noqa: B905
+        return totals
+
+
+def curve_entry(epoch: int, elapsed: float, lr: float, sums: Sequence[float], workers: int) -> dict[str, Any]:
+    """One epoch of the curve from the all-reduced sums (validation 4, training 2, times 4)."""
+    val_loss, top1, top5, evaluated, train_loss, train_seen = sums[:6]
+    compute_s, comm_s, data_s, validation_s = (float(t) / workers for t in sums[6:10])
+    return {
+        "epoch": epoch,
+        "elapsed_s": elapsed,
+        "lr": lr,
+        "train_loss": train_loss / train_seen if train_seen else None,
+        "val_loss": val_loss / evaluated if evaluated else None,
+        "val_top1": top1 / evaluated if evaluated else 0.0,
+        "val_top5": top5 / evaluated if evaluated else 0.0,
+        "validation_examples": int(evaluated),
+        "train_examples": int(train_seen),
+        "compute_s": compute_s,
+        "communication_s": comm_s,
+        "data_s": data_s,
+        "validation_s": validation_s,
+    }
+
+
+def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
+    """Parse flags, train until the target or a limit, emit the result (rank 0)."""
+    args = build_parser().parse_args(argv)
+    settings = resolve_settings(args)
+    world = common.start(args.intra_threads, args.inter_threads)
+    import horovod.tensorflow as hvd
+    import numpy as np
+    import tensorflow as tf
+
+    k = world.size
+    warmup_epochs = default_warmup_epochs(k) if args.warmup_epochs is None else args.warmup_epochs
+    base, batch = settings["base_learning_rate"], settings["batch_per_worker"]
+    settings.update(
+        workers=k, global_batch=batch * k, peak_learning_rate=base * k, warmup_epochs=warmup_epochs,
+        **common.runtime_settings(world),
+    )  # fmt: skip
+    data = load_data(settings, args)
+    num_classes = 1000 if isinstance(data, RecordData) else int(np.max(data.y_train)) + 1
+    tf.random.set_seed(args.seed)
+    model = build_model(settings, data, num_classes)
+    trainer = Trainer(model, settings, num_classes, world.gpu)
+    # Same starting point everywhere (optimizer slots start at zero on every rank).
+    hvd.broadcast_variables(model.variables, root_rank=0)
+
+    plateau = Plateau(args.decay_factor, args.plateau_patience)
+    steps = data.steps(k, batch)
+    curve: list[dict[str, Any]] = []
+    step_times: list[float] = []
+    shard_record: dict[str, Any] = {}
+    reached_at: float | None = None
+    began = time.perf_counter()
+    epoch = 0
+    stop = False
+    while not stop:
+        shard = data.shard(epoch, args.seed, world.rank, k)
+        if epoch == 0 and shard is not None:
+            shards = common.gather([int(i) for i in shard])
+            shard_record = check_shards(shards, data.train_size)
+            if data.train_size <= _RECORD_SHARDS_UP_TO:
+                shard_record["positions"] = shards
+        rates = [learning_rate(epoch + s / steps, base, k, warmup_epochs, plateau.multiplier) for s in range(steps)]
+        trained = trainer.train_epoch(data.train_batches(epoch, args.seed, world.rank, k, batch), rates)
+        step_times += trained["step_times"]
+        val_start = time.perf_counter()
+        totals = trainer.validate(data.validation_batches(world.rank, k, max(batch, 256)))
+        validation_s = time.perf_counter() - val_start
+        local = [*totals, trained["loss_sum"], trained["seen"]]
+        local += [trained["compute_s"], trained["comm_s"], trained["data_s"], validation_s]
+        sums = hvd.allreduce(tf.constant(local, tf.float64), op=hvd.Sum).numpy().tolist()
+        epoch += 1
+        elapsed = time.perf_counter() - began
+        entry = curve_entry(epoch, elapsed, rates[-1], sums, k)
+        curve.append(entry)
+        if epoch > warmup_epochs and entry["val_loss"] is not None:
+            plateau.update(entry["val_loss"])
+        reached = entry["val_top1"] >= settings["target_accuracy"]
+        if reached:
+            reached_at = elapsed
+        # rank 0's clock decides the time limit for everyone
+        limit = epoch >= settings["max_epochs"] or elapsed >= settings["max_seconds"]
+        stop = bool(hvd.broadcast_object(reached or limit, root_rank=0))
+        if world.rank == 0:
+            common.log(
+                f"tta: epoch {epoch} top1 {entry['val_top1']:.4f} val_loss {entry['val_loss']:.4f} "
+                f"lr {rates[-1]:.4f} elapsed {elapsed:.1f}s"
+            )
+
+    settings.update(steps_per_epoch=steps, num_classes=num_classes, params=int(model.count_params()))
+    metrics = {
+        "target": settings["target_accuracy"],
+        "reached": reached_at is not None,
+        "time_to_accuracy_s": reached_at,
+        "epochs": epoch,
+        "final_top1": curve[-1]["val_top1"],
+        "final_top5": curve[-1]["val_top5"],
+        **{key: sum(e[key] for e in curve) for key in ("compute_s", "communication_s", "data_s", "validation_s")},
+        "train_size": data.train_size,
+        "validation_size": data.validation_size,
+        "split": data.split,
+        "shards": shard_record,
+        "curve": curve,
+    }
+    record = common.rank_record(world, [], step_times, batch)
+    return common.finish("tta", world, settings, record, metrics, args.output)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point."""
+    return run_main(run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
