@@ -105,9 +105,20 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
     sid = sweep_id(loaded.hash, inventory_key(inventory.path), points, options.repeats)
     image, lock = (None, None)
     if runtime_name == "docker":
-        image, lock = _image_tag(store, loaded)
+        if options.dry_run and store.lock(loaded.hash) is None:
+            from repro.image.build import plan_build
+
+            image = plan_build(loaded, check_inputs=False).tag  # what `repro up` would build
+        else:
+            image, lock = _image_tag(store, loaded)
     ssh_port = stack.container.ssh_port
-    plan_args = dict(runtime=runtime_name, stack_env=dict(stack.env), gpu=stack.gpu, image=image, ssh_port=ssh_port)
+    facts = store.facts(inventory.path)
+    # pass the HCAs into the containers where the inventory says so or `repro prepare` found some
+    infiniband = any(bool(h.vars.get("repro_infiniband"))
+                     or bool((facts.get(h.name) or {}).get("pci", {}).get("mellanox")) for h in inventory.hosts)
+    plan_args = dict(runtime=runtime_name, stack_env=dict(stack.env), gpu=stack.gpu, image=image, ssh_port=ssh_port,
+                     python=f"python{stack.python.split('.')[0]}" if runtime_name == "docker" else None,
+                     infiniband=infiniband)
     for p in points:  # fail fast on points that do not fit, before touching any host
         place(inventory, p.workers)
 
@@ -125,7 +136,6 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
         lock = found
     stack_ref = StackRef(name=stack.name, hash=loaded.hash, image_hash=loaded.image_hash, file=loaded.file,
                          manifest=stack.model_dump(mode="json"))
-    facts = store.facts(inventory.path)
     done = _done(store, loaded.hash, sid) if options.resume else set()
     records: list[RunRecord] = []
     pending: list[str] = []

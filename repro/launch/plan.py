@@ -54,7 +54,8 @@ def host_list(placement: tuple[Placement, ...], *, local_names: bool = False) ->
                     for p in placement)
 
 
-def workload_argv(point: Point, python: str, *, data: str | None = None) -> list[str]:
+def workload_argv(point: Point, python: str, *, data: str | None = None, tf_cnn_script: str | None = None
+                  ) -> list[str]:
     """The command one worker runs."""
     w = point.workload
     if w == "cnn":
@@ -78,7 +79,7 @@ def workload_argv(point: Point, python: str, *, data: str | None = None) -> list
     elif w == "tf_cnn_benchmarks":
         from repro.launch.tfcnn import tf_cnn_benchmarks_argv
 
-        return tf_cnn_benchmarks_argv(point, python=python, data_dir=data)
+        return tf_cnn_benchmarks_argv(point, python=python, data_dir=data, script=tf_cnn_script)
     else:  # pragma: no cover - points.expand validates workloads
         raise InputError(f"unknown workload {w}")
     if point.threads:
@@ -201,8 +202,10 @@ def plan_point(point: Point, inventory: Inventory, *, runtime: str, stack_env: d
     if runtime == "docker":
         if image is None:
             raise InputError("the docker runtime needs the stack's image (run `repro up STACK` first)")
+        from repro.image.render import TfCnnBenchmarks
+
         data = CONTAINER_DATA if point.data == "real" else point.data
-        command = workload_argv(point, "python3", data=data)
+        command = workload_argv(point, python or "python3", data=data, tf_cnn_script=TfCnnBenchmarks().script)
         ssh = SshOptions(ssh_port, LAUNCH_KEY, LAUNCH_KNOWN_HOSTS)
         containers = tuple(container_plan(p.host, run_id, image, ssh_port, gpus=gpu and p.host.gpus > 0,
                                           infiniband=infiniband) for p in placement)

@@ -1,0 +1,189 @@
+"""Commands on stack images: up (build, verify, lock, ship), render, base-image."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got '{text}'")
+    return key, value
+
+
+def _build_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("build options (site settings, not part of the stack)")
+    g.add_argument("--ca-bundle", metavar="FILE", default=None,
+                   help="CA bundle for pip/requests/curl inside the build, e.g. behind a TLS-intercepting proxy "
+                   "(default: $PIP_CERT when set)")
+    g.add_argument("--no-ca-bundle", action="store_true", help="do not use $PIP_CERT")
+    g.add_argument("--pip-index", metavar="URL", help="pip index inside the build (PIP_INDEX_URL)")
+    g.add_argument("--extra-index", metavar="URL", help="extra pip index inside the build (PIP_EXTRA_INDEX_URL)")
+    g.add_argument("--wheelhouse", metavar="DIR", default=None,
+                   help="prebuilt wheels (its tf<TF>-py<XY> subdirectory when present; default "
+                   "~/.cache/repro/wheelhouse)")
+    g.add_argument("--build-arg", metavar="K=V", action="append", type=_key_value, default=[],
+                   help="Docker build argument, e.g. OPENMPI_URL=http://mirror/openmpi-4.0.0.tar.bz2 (repeatable)")
+    g.add_argument("--ofed-url", metavar="URL", help="GPU stacks: URL of the MLNX_OFED tarball")
+    g.add_argument("--ofed-mirror", metavar="URL",
+                   help="GPU stacks: mirror of https://content.mellanox.com/ofed with the same layout")
+    g.add_argument("--ofed-tarball", metavar="FILE", help="GPU stacks: a local MLNX_OFED tarball (goes into a layer)")
+    g.add_argument("--docker-host", metavar="URL", default=None, help="Docker engine (default: DOCKER_HOST or local)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("up", help="build, verify and lock a stack's image; ship it to hosts",
+                       description="Build the stack's image (skipped when the engine already holds its tag), "
+                       "verify it against the stack, write the lock into the store, and with --hosts put the "
+                       "image on every host of the inventory.")
+    p.add_argument("stack", metavar="STACK", help="stack manifest")
+    p.add_argument("--hosts", metavar="INVENTORY", help="ship the image to the hosts of this Ansible inventory")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the tag, base image, Dockerfile, context files and shipping; do nothing")
+    p.add_argument("--store", metavar="DIR", default=None, help="results store (default: $REPRO_STORE or ./results)")
+    p.add_argument("--apptainer", metavar="FILE",
+                   help="also write the Apptainer definition to FILE (its files next to it)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no build output, only the summary")
+    _build_options(p)
+    p.set_defaults(handler=cmd_up)
+
+    p = sub.add_parser("render", help="print a stack's Dockerfile (or Apptainer definition)",
+                       description="Render the stack's Dockerfile from the building blocks in docker/, as "
+                       "`repro up` would build it with these options.")
+    p.add_argument("stack", metavar="STACK", help="stack manifest")
+    p.add_argument("--apptainer", action="store_true", help="the Apptainer/Singularity definition instead")
+    _build_options(p)
+    p.set_defaults(handler=cmd_render)
+
+    p = sub.add_parser("base-image", help="build a Debian base image from Debian's archive (no registry)",
+                       description="Make image REF (debian:12 by default) in the engine with debootstrap when it "
+                       "is absent (cached), then copy it into every further --docker-host.")
+    p.add_argument("ref", nargs="?", default="debian:12", metavar="REF")
+    p.add_argument("--docker-host", metavar="URL", action="append", default=[],
+                   help="engine to hold the image (repeatable; default: DOCKER_HOST or the local engine)")
+    p.add_argument("--mirror", default="http://deb.debian.org/debian", help="Debian mirror for debootstrap")
+    p.set_defaults(handler=cmd_base_image)
+
+
+def _options(args: argparse.Namespace):
+    from repro.image.build import BuildOptions, default_ca_bundle
+
+    ca = None if args.no_ca_bundle else (Path(args.ca_bundle) if args.ca_bundle else default_ca_bundle())
+    return BuildOptions(
+        ca_bundle=ca, pip_index=args.pip_index, extra_index=args.extra_index,
+        wheelhouse=Path(args.wheelhouse) if args.wheelhouse else None, build_args=tuple(args.build_arg),
+        ofed_url=args.ofed_url, ofed_mirror=args.ofed_mirror,
+        ofed_tarball=Path(args.ofed_tarball) if args.ofed_tarball else None, docker_host=args.docker_host)
+
+
+def _validated(path: str):
+    """Load the stack; compatibility errors stop here, warnings are printed."""
+    from repro.errors import CompatibilityError
+    from repro.manifest import load_stack
+    from repro.manifest.compat import ERROR, WARNING, check
+
+    loaded = load_stack(path)
+    findings = check(loaded)
+    for f in findings:
+        if f.severity in (ERROR, WARNING):
+            print(f.render(), file=sys.stderr)
+    errors = [f for f in findings if f.severity == ERROR]
+    if errors:
+        raise CompatibilityError(f"{path}: {len(errors)} compatibility error{'s' if len(errors) != 1 else ''}; "
+                                 "nothing was built", hint="`repro validate` explains each one")
+    return loaded
+
+
+def _write_apptainer(target: Path, loaded, plan) -> None:
+    from repro.image.render import render_apptainer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for f in plan.files:
+        dest = target.parent / f.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(f.read())
+    target.write_text(render_apptainer(loaded.stack, plan.options))
+    print(f"wrote {target} (build it in {target.parent}: apptainer build IMAGE.sif {target.name})", file=sys.stderr)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from repro.errors import HostError
+    from repro.hosts.inventory import load_inventory
+    from repro.image import ship
+    from repro.image.build import plan_build, up
+    from repro.results.store import Store
+
+    loaded = _validated(args.stack)
+    options = _options(args)
+    inventory = load_inventory(args.hosts) if args.hosts else None
+    if args.dry_run:
+        plan = plan_build(loaded, options)
+        print(plan.describe())
+        if inventory is not None:
+            print()
+            print(ship.describe(plan.tag, inventory.hosts))
+        if args.apptainer:
+            print(f"\nwould write the Apptainer definition to {args.apptainer}")
+        print("\n(dry run: nothing was built, verified, locked or shipped)")
+        return 0
+    if args.apptainer:
+        _write_apptainer(Path(args.apptainer), loaded, plan_build(loaded, options))
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    result = up(loaded, store=Store(args.store), options=options, inventory=inventory, progress=progress)
+    _summary(result)
+    if result.failed_hosts:
+        failed = result.failed_hosts
+        raise HostError(f"the image did not reach {len(failed)} of {len(result.shipping)} hosts: "
+                        f"{', '.join(failed)}", host=failed[0])
+    return 0
+
+
+def _summary(result) -> None:
+    lock, o = result.lock, result.outcome
+    v = lock.get("versions", {})
+    flags = [k for k in ("tensorflow", "mpi", "gloo", "nccl") if lock.get("horovod_build", {}).get(k)]
+    names = {"tensorflow": "TensorFlow", "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
+    how = f"built in {o.seconds:.0f} s" if o.built else "already built (no build)"
+    print(f"stack {result.plan.stack} ({result.plan.stack_hash}): image {o.tag}")
+    print(f"  id {o.image_id}, {how}, {'verified' if result.verified else 'verified earlier'}")
+    print(f"  lock {result.lock_path}")
+    found = ", ".join(f"{k} {v[k]}" for k in ("os", "python", "tensorflow", "horovod", "mpi", "cuda", "cudnn",
+                                               "nccl", "ofed") if v.get(k))
+    print(f"  found {found}; Horovod built with {', '.join(names[f] for f in flags) or 'nothing'}")
+    print(f"  sshd on port {lock['sshd']['port']}, {len(lock['sshd']['host_keys'])} host keys in the lock")
+    if result.shipping:
+        print("hosts:")
+        for r in result.shipping:
+            print(f"  {r.render()}")
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from repro.image.build import plan_build
+    from repro.image.render import render_apptainer
+    from repro.manifest import load_stack
+
+    loaded = load_stack(args.stack)
+    plan = plan_build(loaded, _options(args), check_inputs=False)
+    sys.stdout.write(render_apptainer(loaded.stack, plan.options) if args.apptainer else plan.dockerfile)
+    return 0
+
+
+def cmd_base_image(args: argparse.Namespace) -> int:
+    import logging
+
+    from repro.image.base import ensure_base_image, load_into
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    hosts = list(args.docker_host) or [None]
+    ids = {hosts[0]: ensure_base_image(args.ref, hosts[0], mirror=args.mirror)}
+    ids.update(load_into(args.ref, [h for h in hosts[1:] if h], source_host=hosts[0]))
+    for host, image in ids.items():
+        print(f"{args.ref} {image} {host or 'default engine'}")
+    return 0

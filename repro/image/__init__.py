@@ -1,0 +1,1 @@
+"""Stack images: render (pure), build, verify, lock and ship them."""

@@ -1,0 +1,450 @@
+"""Build a stack's image through the Docker SDK, and `up`: plan -> build -> verify -> lock -> ship.
+
+The plan is data (tag, base image, Dockerfile, context files, build args) that `repro up --dry-run`
+prints; the tag is a digest of everything the build consumes, so an unchanged stack is never rebuilt
+and any change of stack, templates, workloads or build options gives a new tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from repro.errors import BackendUnavailable, ImageError, InputError
+from repro.image import render
+from repro.image.render import RenderOptions
+
+if TYPE_CHECKING:
+    import docker
+    from repro.hosts.inventory import Inventory
+    from repro.image.ship import ShipResult
+    from repro.manifest import LoadedStack
+    from repro.results.store import Store
+
+Progress = Callable[[str], None]
+ENGINE_TIMEOUT_S = 3600  # a silent build step (a long compile) must not look like a dead engine
+TAIL_LINES = 25
+_STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+_NO_SPACE = re.compile(r"no space left on device", re.IGNORECASE)
+
+
+def default_wheelhouse() -> Path:
+    """~/.cache/repro/wheelhouse (under $XDG_CACHE_HOME when set)."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "repro" / "wheelhouse"
+
+
+def default_ca_bundle() -> Path | None:
+    """$PIP_CERT when it names a file: the CA bundle pip needs behind a TLS-intercepting proxy."""
+    value = os.environ.get("PIP_CERT")
+    return Path(value) if value and Path(value).is_file() else None
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Site settings of a build; none of them is part of the stack."""
+
+    ca_bundle: Path | None = None
+    pip_index: str | None = None
+    extra_index: str | None = None
+    wheelhouse: Path | None = None  # None: default_wheelhouse()
+    build_args: tuple[tuple[str, str], ...] = ()
+    ofed_url: str | None = None
+    ofed_mirror: str | None = None
+    ofed_tarball: Path | None = None
+    docker_host: str | None = None
+    templates: Path | None = None
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    """One file of the build context: its name in the context and where its bytes come from."""
+
+    name: str
+    sha256: str
+    size: int
+    path: Path | None = None
+    data: bytes | None = None
+
+    def read(self) -> bytes:
+        return self.data if self.data is not None else Path(self.path).read_bytes()
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything a build consumes; its digest is the image tag."""
+
+    stack: str
+    stack_hash: str
+    image_hash: str
+    base_image: str
+    dockerfile: str
+    files: tuple[ContextFile, ...]
+    build_args: tuple[tuple[str, str], ...]
+    key: str
+    options: RenderOptions = field(default_factory=RenderOptions)
+
+    @property
+    def tag(self) -> str:
+        return render.image_tag(self.key)
+
+    @property
+    def context_size(self) -> int:
+        return len(self.dockerfile.encode()) + sum(f.size for f in self.files)
+
+    def describe(self) -> str:
+        """The dry-run text: tag, base image, build args, context files, Dockerfile."""
+        lines = [f"stack:       {self.stack} (hash {self.stack_hash}, image hash {self.image_hash})",
+                 f"image tag:   {self.tag}", f"base image:  {self.base_image}",
+                 f"context:     {len(self.files) + 1} files, {_size(self.context_size)}"]
+        lines += [f"  {f.name:<60} {_size(f.size):>10}  sha256:{f.sha256[:12]}" for f in self.files]
+        lines += [f"build arg:   {k}={v}" for k, v in self.build_args]
+        lines += ["", "Dockerfile:", self.dockerfile.rstrip("\n")]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """What a build (or the absence of one) produced."""
+
+    tag: str
+    image_id: str
+    built: bool
+    seconds: float
+    log: str | None
+    started: str
+    finished: str
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# -- planning --------------------------------------------------------------------------------------
+
+
+def _file(name: str, path: Path) -> ContextFile:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    return ContextFile(name, digest.hexdigest(), size, path=path)
+
+
+def _data(name: str, data: bytes) -> ContextFile:
+    return ContextFile(name, hashlib.sha256(data).hexdigest(), len(data), data=data)
+
+
+def wheelhouse_dir(stack, wheelhouse: Path | None = None) -> Path | None:
+    """The wheelhouse directory for a stack: its `tf<tf>-py<XY>` subdirectory when present, else the root."""
+    root = Path(wheelhouse).expanduser() if wheelhouse else default_wheelhouse()
+    major, minor = stack.python.split(".")[:2]
+    sub = root / f"tf{stack.tensorflow.version}-py{major}{minor}"
+    if sub.is_dir():
+        return sub
+    return root if root.is_dir() else None
+
+
+def workload_files() -> list[ContextFile]:
+    """repro/workloads/*.py plus an empty repro/__init__.py, as they go to /opt/repro/repro/."""
+    import repro.workloads
+
+    src = Path(repro.workloads.__file__).parent
+    out = [_data("repro/__init__.py", b"")]
+    out += [_file(f"repro/workloads/{p.name}", p) for p in sorted(src.glob("*.py"))]
+    return out
+
+
+def plan_build(loaded: LoadedStack, options: BuildOptions | None = None, *, check_inputs: bool = True) -> BuildPlan:
+    """Render the Dockerfile and gather the context for a stack (reads files; touches no engine).
+
+    check_inputs=False renders even when a source-built wheel the build needs is missing (`repro render`).
+    """
+    o = options or BuildOptions()
+    stack = loaded.stack
+    files: list[ContextFile] = []
+    if o.ca_bundle:
+        ca = Path(o.ca_bundle).expanduser()
+        if not ca.is_file():
+            raise InputError(f"--ca-bundle {ca}: no such file")
+        files.append(_file("ca-bundle.crt", ca))
+    wheels: list[ContextFile] = []
+    wh = wheelhouse_dir(stack, o.wheelhouse)
+    if wh is not None:
+        wheels = [_file(f"wheelhouse/{p.name}", p) for p in sorted(wh.glob("*.whl"))]
+    names = tuple(Path(w.name).name for w in wheels)
+    if stack.tensorflow.build == "source" and check_inputs:
+        pkg = stack.tensorflow.package or "tensorflow"
+        if not any(render.wheel_matches(n, pkg, stack.tensorflow.version, stack.python) for n in names):
+            where = wh or (Path(o.wheelhouse) if o.wheelhouse else default_wheelhouse())
+            major, minor = stack.python.split(".")[:2]
+            raise ImageError(
+                f"stack {stack.name} builds TensorFlow from source (tensorflow.build: source), but no "
+                f"{pkg} {stack.tensorflow.version} wheel for Python {stack.python} is in {where}",
+                hint=f"put the wheel you built (and its dependencies: it installs with --no-index) in "
+                f"{where if wh else default_wheelhouse() / f'tf{stack.tensorflow.version}-py{major}{minor}'}")
+    files += wheels
+    if o.ofed_tarball:
+        tgz = Path(o.ofed_tarball).expanduser()
+        if not tgz.is_file():
+            raise InputError(f"--ofed-tarball {tgz}: no such file")
+        files.append(_file("mofed.tgz", tgz))
+    files += workload_files()
+    ropts = RenderOptions(ca_bundle=bool(o.ca_bundle), pip_index=o.pip_index, extra_index=o.extra_index,
+                          wheels=names, ofed_mirror=o.ofed_mirror, ofed_url=o.ofed_url,
+                          ofed_tarball="mofed.tgz" if o.ofed_tarball else None)
+    dockerfile = render.render_dockerfile(stack, ropts, templates=o.templates)
+    build_args = tuple(sorted(o.build_args))
+    key = render.image_key(loaded.image_hash, dockerfile, {f.name: f.sha256 for f in files}, dict(build_args))
+    return BuildPlan(stack=stack.name, stack_hash=loaded.hash, image_hash=loaded.image_hash,
+                     base_image=stack.base_image or "", dockerfile=dockerfile, files=tuple(files),
+                     build_args=build_args, key=key, options=ropts)
+
+
+# -- the engine ------------------------------------------------------------------------------------
+
+
+def engine(docker_host: str | None = None) -> docker.DockerClient:
+    """A Docker SDK client for the engine; BackendUnavailable when none answers."""
+    try:
+        import docker
+    except ImportError as exc:
+        raise BackendUnavailable("the docker Python package is not installed", hint="pip install 'docker>=7'") from exc
+    where = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    try:
+        if docker_host:
+            client = docker.DockerClient(base_url=docker_host, version="auto", timeout=ENGINE_TIMEOUT_S)
+        else:
+            client = docker.from_env(version="auto", timeout=ENGINE_TIMEOUT_S)
+        client.ping()
+        return client
+    except Exception as exc:  # DockerException, requests' ConnectionError: both mean "no engine"
+        raise BackendUnavailable(
+            f"no Docker engine answers at {where} ({str(exc).splitlines()[0][:200]})",
+            hint="start one: `tests/cluster/local-docker.sh ensure` (or `dockerd --iptables=false "
+            "--bridge=none &`, or `systemctl start docker`), or point --docker-host/DOCKER_HOST at one") from None
+
+
+def image_id(client: docker.DockerClient, ref: str) -> str | None:
+    """The id of image `ref` in the engine, or None."""
+    import docker
+
+    try:
+        return str(client.images.get(ref).id)
+    except docker.errors.ImageNotFound:
+        return None
+    except docker.errors.APIError as exc:
+        raise BackendUnavailable(f"cannot query image {ref} in the Docker engine: {exc}") from None
+
+
+def require_base(client: docker.DockerClient, base: str, progress: Progress) -> str:
+    """The base image's id, pulling it if the engine lacks it; ImageError saying how to provide it."""
+    found = image_id(client, base)
+    if found:
+        return found
+    progress(f"base image {base} is not in the engine; trying to pull it")
+    try:
+        client.images.pull(base)
+    except Exception as exc:  # ImageNotFound, APIError (no route to the registry), ...
+        if base.startswith(("debian:", "library/debian:", "docker.io/library/debian:")):
+            hint = f"build it from Debian's archive (no registry needed): repro base-image {base}"
+        elif base.startswith("nvidia/cuda:"):
+            hint = ("end-of-life nvidia/cuda tags are deleted from Docker Hub: pull it from a local registry or "
+                    f"mirror and tag it (`docker pull MIRROR/{base} && docker tag MIRROR/{base} {base}`), or "
+                    "`docker load` a saved copy, or build it from NVIDIA's published Dockerfiles")
+        else:
+            hint = "load it into the engine first (docker load, or docker pull from a registry you can reach)"
+        first = str(exc).splitlines()[0][:300]
+        raise ImageError(f"base image {base} is not in the Docker engine and cannot be pulled ({first})",
+                         hint=hint) from None
+    return image_id(client, base) or ""
+
+
+# -- building --------------------------------------------------------------------------------------
+
+
+def _context_tar(plan: BuildPlan) -> tempfile.SpooledTemporaryFile:
+    """The build context as a tar stream: the Dockerfile and exactly the plan's files, as planned."""
+    out = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - returned open, closed by build()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, data in [("Dockerfile", plan.dockerfile.encode()), *((f.name, f.read()) for f in plan.files)]:
+            planned = next((f for f in plan.files if f.name == name), None)
+            if planned is not None and hashlib.sha256(data).hexdigest() != planned.sha256:
+                raise ImageError(f"{planned.path or name} changed after the build was planned; run it again")
+            info = tarfile.TarInfo(name)
+            info.mode = 0o644
+            info.mtime = 0  # fixed metadata: the same context gives the same COPY cache keys
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    out.seek(0)
+    return out
+
+
+class _Transcript:
+    """Follows a classic-builder stream: the log file, progress lines, the current step and its output."""
+
+    def __init__(self, log, progress: Progress) -> None:
+        self.log = log
+        self.progress = progress
+        self.step = ""
+        self.step_output: list[str] = []
+        self.all_tail: list[str] = []
+        self.image_id: str | None = None
+
+    def line(self, text: str) -> None:
+        self.log.write(text + "\n")
+        self.log.flush()
+        self.progress(text)
+        if _STEP.match(text):
+            self.step, self.step_output = text, []
+        elif not text.startswith(" ---> "):
+            self.step_output.append(text)
+        self.all_tail = [*self.all_tail[-(TAIL_LINES * 4):], text]
+
+    def feed(self, chunk: dict[str, Any]) -> str | None:
+        """Consume one decoded chunk; returns the error message if it is one."""
+        if "stream" in chunk:
+            for text in str(chunk["stream"]).splitlines():
+                if text.strip():
+                    self.line(text.rstrip())
+        elif "status" in chunk:
+            self.line(" ".join(str(chunk.get(k, "")) for k in ("status", "id", "progress")).strip())
+        if isinstance(chunk.get("aux"), dict) and chunk["aux"].get("ID"):
+            self.image_id = chunk["aux"]["ID"]
+        if chunk.get("error") or chunk.get("errorDetail"):
+            message = chunk.get("error") or chunk["errorDetail"].get("message", "build failed")
+            self.line(f"ERROR: {message}")
+            return str(message)
+        return None
+
+
+def _failure(plan: BuildPlan, t: _Transcript, message: str, log_path: Path | None) -> ImageError:
+    output = "\n".join(t.step_output[-TAIL_LINES:])
+    where = f"\nsee the whole log: {log_path}" if log_path else ""
+    if _NO_SPACE.search(message) or _NO_SPACE.search(output):
+        return ImageError(f"building {plan.tag} for stack {plan.stack} ran out of disk space (no space left on "
+                          f"device) in: {t.step or 'the build'}{where}",
+                          hint="free space where Docker keeps images (`docker system df`, `docker image prune`, "
+                          "`docker builder prune`) or move Docker's data-root to a larger disk, then run it again")
+    return ImageError(f"building {plan.tag} for stack {plan.stack} failed at {t.step or 'the start'}\n"
+                      f"{message.strip()}\n--- last lines of that step ---\n{output}{where}")
+
+
+def build(plan: BuildPlan, *, client: docker.DockerClient, log_path: Path | None = None,
+          progress: Progress = lambda _line: None) -> BuildOutcome:
+    """Build the plan's image unless the engine already holds its tag; stream output to the log and progress."""
+    started, t0 = _now(), time.monotonic()
+    existing = image_id(client, plan.tag)
+    if existing:
+        return BuildOutcome(plan.tag, existing, False, time.monotonic() - t0, None, started, _now())
+    require_base(client, plan.base_image, progress)
+    import docker
+
+    context = _context_tar(plan)
+    log = log_path.open("w", encoding="utf-8") if log_path else open(os.devnull, "w")  # noqa: SIM115
+    try:
+        t = _Transcript(log, progress)
+        t.line(f"# repro build of {plan.tag} (stack {plan.stack}, image hash {plan.image_hash}) at {started}")
+        error = None
+        try:
+            stream = client.api.build(fileobj=context, custom_context=True, tag=plan.tag, decode=True, rm=True,
+                                      forcerm=True, pull=False, network_mode="host",
+                                      buildargs=dict(plan.build_args) or None)
+            for chunk in stream:
+                error = t.feed(chunk) or error
+        except docker.errors.APIError as exc:
+            error = str(exc.explanation or exc)
+            t.line(f"ERROR: {error}")
+        except Exception as exc:  # the engine went away mid-build
+            raise BackendUnavailable(f"the Docker engine stopped answering while building {plan.tag}: {exc}") from None
+        if error:
+            raise _failure(plan, t, error, log_path)
+        found = image_id(client, plan.tag)
+        if not found:
+            raise _failure(plan, t, "the build ended without an image", log_path)
+        t.line(f"# built {found} in {time.monotonic() - t0:.0f} s")
+    finally:
+        log.close()
+        context.close()
+    return BuildOutcome(plan.tag, found, True, time.monotonic() - t0, str(log_path) if log_path else None,
+                        started, _now())
+
+
+# -- up --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UpResult:
+    """What `repro up` did: the plan, the build, the lock written, and shipping per host."""
+
+    plan: BuildPlan
+    outcome: BuildOutcome
+    lock: dict[str, Any]
+    lock_path: str
+    verified: bool  # False when the stack's existing lock for the same tag and image id was reused
+    shipping: tuple[ShipResult, ...] = ()
+
+    @property
+    def failed_hosts(self) -> tuple[str, ...]:
+        return tuple(r.host for r in self.shipping if r.status == "failed")
+
+
+def up(loaded: LoadedStack, *, store: Store, options: BuildOptions | None = None,
+       inventory: Inventory | None = None, progress: Progress = lambda _line: None) -> UpResult:
+    """Build (unless built), verify and lock the stack's image, then put it on every host of the inventory."""
+    from repro.image import lock as locks
+    from repro.image import verify
+
+    o = options or BuildOptions()
+    plan = plan_build(loaded, o)
+    client = engine(o.docker_host)
+    try:
+        log_path = None
+        if not image_id(client, plan.tag):
+            require_base(client, plan.base_image, progress)  # before anything is written to the store
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+            log_path = store.logs_dir() / f"build-{plan.stack}-{plan.key}-{stamp}.log"
+            progress(f"building {plan.tag} for stack {plan.stack} (log: {log_path})")
+        outcome = build(plan, client=client, log_path=log_path, progress=progress)
+        previous = store.lock(loaded.hash)
+        same = (previous or {}).get("image", {})
+        if same.get("id") == outcome.image_id and same.get("tag") == plan.tag:
+            lock, verified = previous, False
+            progress(f"{plan.tag} ({outcome.image_id[:19]}) already built and verified")
+        else:
+            progress(f"verifying {plan.tag} against stack {plan.stack}")
+            found = verify.probe(client, plan.tag)
+            verify.check(loaded.stack, found, tag=plan.tag)
+            lock = locks.make_lock(loaded, plan, outcome, found, client=client, build_log=outcome.log)
+            verified = True
+        path = store.lock_path(loaded.hash) if not verified else store.put_lock(loaded.hash, lock)
+    finally:
+        client.close()
+    shipping: tuple[ShipResult, ...] = ()
+    if inventory is not None:
+        from repro.image import ship
+
+        shipping = ship.ship(plan.tag, outcome.image_id, inventory.hosts, docker_host=o.docker_host,
+                             progress=progress)
+    return UpResult(plan, outcome, lock, str(path), verified, shipping)
+

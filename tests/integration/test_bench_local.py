@@ -1,0 +1,123 @@
+"""`repro bench` on this machine with the host runtime: real TensorFlow, Horovod and Open MPI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from repro.hosts.inventory import load_inventory
+from repro.launch.bench import BenchOptions, bench
+from repro.launch.points import SweepSpec
+from repro.manifest import load_stack
+from repro.results.store import Store
+
+pytestmark = pytest.mark.tf
+
+ROOT = Path(__file__).resolve().parents[2]
+STACK = ROOT / "stacks" / "cpu-tf215.yaml"
+LOCAL = ROOT / "inventories" / "localhost"
+FAST = ["--warmup-steps", "1", "--steps", "4", "--batch-size", "8"]
+
+
+def repro(*args: str, store: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "repro", *args, "--store", str(store)], cwd=ROOT, text=True,
+                          capture_output=True, timeout=timeout, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"repro {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def no_workers_left() -> bool:
+    out = subprocess.run(["pgrep", "-f", "repro.workloads"], capture_output=True, text=True).stdout
+    return out.strip() == ""
+
+
+def test_readme_main_job_benchmarks_1_and_2_workers_and_prints_the_scaling_table(tmp_path):
+    proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", *FAST, store=tmp_path)
+    assert "speedup" in proc.stdout and "efficiency" in proc.stdout, proc.stdout
+    records = Store(tmp_path).records()
+    assert [(r.status, r.settings.workers, len(r.ranks)) for r in records] == [("ok", 1, 1), ("ok", 2, 2)]
+    for r in records:
+        assert r.lock["runtime"] == "host" and r.lock["hosts"]["localhost"]["tensorflow"] == "2.15.1"
+        assert all(len(rank.step_times) == 4 and len(rank.warmup_times) == 1 for rank in r.ranks)
+        assert r.command[0] == "mpirun" and r.stack.hash == load_stack(STACK).hash
+
+
+def test_strong_scaling_records_the_divided_batch_and_weak_the_fixed_one(tmp_path):
+    loaded, inv, store = load_stack(STACK), load_inventory(LOCAL), Store(tmp_path)
+    quiet = lambda line: None  # noqa: E731
+    strong = bench(loaded, inv, SweepSpec(workers=(1, 2), batch_sizes=(16,), scaling="strong", warmup_steps=1,
+                                          steps=3), BenchOptions(), store, quiet)
+    assert [(r.settings.batch_per_worker, r.settings.global_batch) for r in strong.records] == [(16, 16), (8, 16)]
+    assert [rank.items_per_step for rank in strong.records[1].ranks] == [8, 8]  # what the workers really ran
+    weak = bench(loaded, inv, SweepSpec(workers=(2,), batch_sizes=(16,), scaling="weak", warmup_steps=1, steps=3),
+                 BenchOptions(), store, quiet)
+    (rec,) = weak.records
+    assert (rec.settings.batch_per_worker, rec.settings.global_batch) == (16, 32)
+    assert [rank.items_per_step for rank in rec.ranks] == [16, 16]
+
+
+def test_resume_runs_only_what_is_missing(tmp_path):
+    args = ["bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", *FAST]
+    repro(*args, store=tmp_path)
+    first = Store(tmp_path).records()
+    Store(tmp_path).run_path(first[1]).unlink()  # lose the 2-worker point
+    proc = repro(*args, "--resume", store=tmp_path)
+    assert "skipped (--resume)" in proc.stderr
+    after = Store(tmp_path).records()
+    assert len(after) == 2 and {r.settings.workers for r in after} == {1, 2}
+    assert after[0].id == first[0].id  # the kept point was not re-run
+
+
+def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path):
+    proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", "--dry-run",
+                 store=tmp_path)
+    assert proc.stdout.count("mpirun --allow-run-as-root") == 2
+    assert "-np 2 -H localhost:2" in proc.stdout
+    assert not (tmp_path / "runs").exists()
+
+
+def test_ctrl_c_ends_promptly_keeps_finished_points_and_leaves_no_workers(tmp_path):
+    args = [sys.executable, "-m", "repro", "bench", "--stack", str(STACK), "--hosts", str(LOCAL),
+            "--workers", "1,2", "--warmup-steps", "1", "--batch-size", "8", "--steps", "400", "--store", str(tmp_path)]
+    proc = subprocess.Popen(args, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # interrupt once the first point has started measuring
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not list(tmp_path.glob("runs/*/*.json")):
+        time.sleep(1)
+        if subprocess.run(["pgrep", "-f", "repro.workloads.cnn"], capture_output=True).stdout:
+            time.sleep(8)
+            break
+    os.kill(proc.pid, signal.SIGINT)
+    start = time.monotonic()
+    _out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - start < 30, "Ctrl-C must end the point promptly"
+    assert proc.returncode == 130, err
+    records = Store(tmp_path).records()
+    assert records and records[-1].status == "failed" and "interrupted" in records[-1].failure
+    deadline = time.monotonic() + 15
+    while not no_workers_left() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert no_workers_left(), "workers survived Ctrl-C"
+
+
+def test_time_to_accuracy_reaches_its_target_on_1_and_2_workers(tmp_path):
+    proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workload", "tta", "--workers", "1,2",
+                 "--dataset", "digits", "--target-accuracy", "0.95", "--max-epochs", "40", store=tmp_path)
+    records = Store(tmp_path).records()
+    assert [r.settings.workers for r in records] == [1, 2]
+    for r in records:
+        m = r.metrics
+        assert r.status == "ok" and m["reached"] is True, m
+        assert 0 < m["time_to_accuracy_s"] < 600 and m["final_top1"] >= 0.95
+        assert m["compute_s"] > 0 and m["communication_s"] >= 0
+        assert m["validation_size"] > 0 and m["train_size"] + m["validation_size"] == 1797
+    assert "time to accuracy" in proc.stdout
+    json.dumps([r.model_dump(mode="json") for r in records])  # records serialise whole

@@ -1,0 +1,230 @@
+"""`repro up` for real: build stacks/cpu-tf215.yaml on the debootstrapped Debian base, verify, lock, ship.
+
+The image is built once per session (minutes the first time on a machine, seconds afterwards: Docker's
+layer cache and the wheelhouse's Horovod wheel) and reused by every test here. GPU stacks cannot be
+built on this machine (no nvidia/cuda images, no GPU); tests/unit/test_render.py covers their rendering.
+Shipping uses the session `cluster` fixture (tests/cluster/fixtures.py); set REPRO_CLUSTER_NAME to keep
+it apart from another session's cluster.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from repro.cli import main
+from repro.errors import BackendUnavailable
+from repro.image.build import BuildOptions, default_ca_bundle, engine, image_id, plan_build, up
+from repro.manifest import load_stack
+from repro.results.store import Store
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU = ROOT / "stacks" / "cpu-tf215.yaml"
+
+
+def variant(tmp_path: Path, name: str, body: str) -> Path:
+    """A stack extending cpu-tf215 with `body` (YAML) on top."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"extends: {CPU}\n{body}")
+    return path
+
+
+def options() -> BuildOptions:
+    return BuildOptions(ca_bundle=default_ca_bundle())
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    try:
+        client = engine()
+    except BackendUnavailable as exc:
+        pytest.skip(exc.message)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def debian_base(docker_client) -> str:
+    from repro.image.base import ensure_base_image
+
+    return ensure_base_image("debian:12")
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory) -> Store:
+    return Store(tmp_path_factory.mktemp("store"))
+
+
+@pytest.fixture(scope="session")
+def built(debian_base, store):
+    """The first `repro up` of cpu-tf215 in this session, with its wall time."""
+    t0 = time.monotonic()
+    result = up(load_stack(CPU), store=store, options=options(), progress=lambda line: None)
+    return result, time.monotonic() - t0
+
+
+# -- build, verify, lock -------------------------------------------------------------------------------------
+
+
+def test_up_locks_exact_versions_and_horovod_build(built, store, docker_client):
+    result, seconds = built
+    lock = store.lock(load_stack(CPU).hash)
+    assert lock == result.lock and result.verified
+    assert lock["versions"]["tensorflow"] == "2.15.1"
+    assert lock["versions"]["horovod"] == "0.28.1"
+    assert lock["versions"]["os"] == "debian 12" and lock["versions"]["python"].startswith("3.11.")
+    assert lock["versions"]["mpi"] == "openmpi 4.1.4"
+    flags = lock["horovod_build"]
+    assert flags["tensorflow"] is True and flags["mpi"] is True and flags["gloo"] is True and flags["nccl"] is False
+    assert "tensorflow-cpu==2.15.1" in lock["pip_freeze"] and "horovod==0.28.1" in lock["pip_freeze"]
+    assert lock["image"]["id"] == image_id(docker_client, lock["image"]["tag"]) == result.outcome.image_id
+    assert lock["image"]["base_image"] == "debian:12" and lock["image"]["base_image_id"]
+    assert lock["sshd"]["port"] == 50000 and lock["sshd"]["host_keys"]
+    if result.outcome.built:
+        assert Path(lock["build"]["log"]).is_file()
+        assert "Successfully built" in Path(lock["build"]["log"]).read_text()
+    print(f"first repro up: {seconds:.0f} s (built: {result.outcome.built}); image "
+          f"{lock['image']['size'] / 1e9:.2f} GB")
+
+
+def test_second_up_builds_nothing(built, store):
+    first, _ = built
+    logs = set(store.logs_dir().iterdir())
+    t0 = time.monotonic()
+    again = up(load_stack(CPU), store=store, options=options())
+    seconds = time.monotonic() - t0
+    assert not again.outcome.built and again.outcome.image_id == first.outcome.image_id
+    assert not again.verified and again.lock == store.lock(load_stack(CPU).hash)
+    assert set(store.logs_dir().iterdir()) == logs  # no build log: no build ran
+    assert seconds < 20, f"an unchanged stack took {seconds:.1f} s"
+
+
+def test_image_sshd_config_is_valid_and_keys_match_the_lock(built, docker_client):
+    result, _ = built
+    script = "/usr/sbin/sshd -t && cat /etc/ssh/ssh_host_*_key.pub && python -c 'import repro.workloads.cnn'"
+    out = docker_client.containers.run(result.outcome.tag, ["sh", "-c", script], network_mode="none", remove=True)
+    assert sorted(out.decode().strip().splitlines()) == sorted(result.lock["sshd"]["host_keys"])
+
+
+def test_image_mismatch_fails_naming_the_component_and_leaves_no_lock(built, store, tmp_path, capsys):
+    # The wheelhouse's prebuilt Horovod has Gloo built in whatever HOROVOD_WITHOUT_GLOO says.
+    path = variant(tmp_path, "cpu-tf215-nogloo", "horovod: {with_gloo: false}\n")
+    code, _, err = cli(capsys, "up", str(path), "--store", str(store.root), "--quiet")
+    assert code == 1, err
+    assert "horovod with_gloo: pinned false, found Gloo built in" in err
+    assert store.lock(load_stack(path).hash) is None
+
+
+def test_dry_run_builds_nothing(debian_base, docker_client, tmp_path, capsys):
+    path = variant(tmp_path, "cpu-tf215-dry", "packages: {pip: [six==1.16.0]}\n")
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text("all:\n  hosts:\n    here:\n      ansible_connection: local\n")
+    plan = plan_build(load_stack(path), options())
+    images = {i.id for i in docker_client.images.list(all=True)}
+    store = tmp_path / "store"
+    code, out, _ = cli(capsys, "up", str(path), "--dry-run", "--store", str(store), "--hosts", str(inventory))
+    assert code == 0
+    assert f"image tag:   {plan.tag}" in out and "base image:  debian:12" in out
+    assert "FROM debian:12" in out and "repro/workloads/cnn.py" in out
+    assert "here (127.0.0.1): docker save | docker -H unix:///var/run/docker.sock load" in out
+    assert image_id(docker_client, plan.tag) is None
+    assert {i.id for i in docker_client.images.list(all=True)} == images
+    assert not store.exists()
+
+
+# -- errors ---------------------------------------------------------------------------------------------------
+
+
+def test_no_engine_says_how_to_start_one(tmp_path, capsys):
+    code, _, err = cli(capsys, "up", str(CPU), "--store", str(tmp_path / "s"), "--docker-host",
+                       f"unix://{tmp_path}/no-engine.sock")
+    assert code == 3
+    assert "no Docker engine answers" in err and "local-docker.sh ensure" in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_missing_base_image_says_how_to_provide_it(docker_client, tmp_path, capsys):
+    path = variant(tmp_path, "cpu-absent-base", "base_image: debian:repro-absent-tag\n")
+    code, _, err = cli(capsys, "up", str(path), "--store", str(tmp_path / "s"), "--quiet")
+    assert code == 1
+    assert "base image debian:repro-absent-tag is not in the Docker engine and cannot be pulled" in err
+    assert "repro base-image debian:repro-absent-tag" in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_failed_build_step_shows_the_step_and_its_output(debian_base, store, tmp_path, capsys):
+    path = variant(tmp_path, "cpu-bad-apt", "packages: {apt: [repro-no-such-package]}\n")
+    code, _, err = cli(capsys, "up", str(path), "--store", str(store.root), "--quiet")
+    assert code == 1
+    assert "failed at Step 6/" in err and "apt-get install" in err
+    assert "Unable to locate package repro-no-such-package" in err
+    assert store.lock(load_stack(path).hash) is None
+
+
+# -- shipping -------------------------------------------------------------------------------------------------
+
+
+def _host_image(docker_host: str, ref: str) -> str | None:
+    proc = subprocess.run(["docker", "-H", docker_host, "image", "inspect", "--format", "{{.Id}}", ref],
+                          capture_output=True, text=True, timeout=60, check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _locked_image(store: Store) -> tuple[str, str]:
+    # read back what `repro up` locked: repro's workloads may change while the session runs (other work
+    # in the checkout), which gives a new tag; the test follows whatever the CLI call built
+    image = store.lock(load_stack(CPU).hash)["image"]
+    return image["tag"], image["id"]
+
+
+@pytest.mark.cluster
+def test_up_ships_to_every_host_then_nothing(built, store, cluster, capsys):
+    t0 = time.monotonic()
+    code, out, err = cli(capsys, "up", str(CPU), "--hosts", str(cluster.inventory), "--store", str(store.root),
+                         "--quiet")
+    first = time.monotonic() - t0
+    assert code == 0, err
+    tag, want = _locked_image(store)
+    for host in cluster.hosts:
+        assert _host_image(host.docker_host, tag) == want
+        assert f"{host.name}: shipped" in out or f"{host.name}: already there" in out
+    t0 = time.monotonic()
+    code, out, err = cli(capsys, "up", str(CPU), "--hosts", str(cluster.inventory), "--store", str(store.root),
+                         "--quiet")
+    second = time.monotonic() - t0
+    assert code == 0, err
+    assert _locked_image(store) == (tag, want)
+    for host in cluster.hosts:
+        assert f"{host.name}: already there" in out
+    assert "shipped" not in out
+    print(f"shipping to {len(cluster.hosts)} hosts: {first:.0f} s; again: {second:.1f} s")
+
+
+@pytest.mark.cluster
+def test_unreachable_host_fails_by_name_and_others_complete(built, store, cluster, tmp_path, capsys):
+    text = cluster.inventory.read_text()
+    lost = cluster.host("h1").address.rsplit(".", 1)[0] + ".99"  # in the cluster's test subnet; nothing there
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(text.replace("      hosts:\n", "      hosts:\n"
+                                      f"        lost:\n          ansible_host: {lost}\n"
+                                      f"          ansible_user: root\n"
+                                      f"          ansible_ssh_private_key_file: {cluster.key}\n"
+                                      f"          repro_known_hosts: {cluster.known_hosts}\n", 1))
+    code, out, err = cli(capsys, "up", str(CPU), "--hosts", str(inventory), "--store", str(store.root), "--quiet")
+    assert code == 1
+    assert "lost: failed: cannot reach" in out and "the image did not reach 1 of 3 hosts: lost" in err
+    tag, want = _locked_image(store)
+    for host in cluster.hosts:
+        assert f"{host.name}: already there" in out or f"{host.name}: shipped" in out
+        assert _host_image(host.docker_host, tag) == want
