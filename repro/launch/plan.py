@@ -149,11 +149,12 @@ def container_plan(host: Host, run_id: str, image: str, ssh_port: int, *, gpus: 
     name = f"repro-{run_id}-{host.name}"
     docker = ["docker", "-H", host.docker_host]
     run = [*docker, "run", "--detach", "--name", name, "--label", "repro.managed=1", "--label", f"repro.run={run_id}",
-           "--network", "host", "--cap-add", "IPC_LOCK", "--shm-size", "1g", "--ulimit", "memlock=-1"]
+           "--network", "host", "--cap-add", "IPC_LOCK", "--shm-size", "1g"]
     if gpus:
         run += ["--gpus", "all"]
     if infiniband:
-        run += ["--device", "/dev/infiniband"]
+        # RDMA registers (locks) GPU and host buffers with the HCA
+        run += ["--device", "/dev/infiniband", "--ulimit", "memlock=-1"]
     if host.dataset_dir:
         run += ["--volume", f"{host.dataset_dir}:{CONTAINER_DATA}:ro"]
     run += [image, "/usr/sbin/sshd", "-D", "-e", "-p", str(ssh_port)]

@@ -8,3 +8,7 @@ this package and need only TensorFlow, Horovod, numpy and the standard library (
 digits dataset). They run on Python 3.8 and later. Heavy imports happen inside `run()`, so the pure
 helpers here import fast and are unit-tested without TensorFlow.
 """
+
+
+class WorkloadError(Exception):
+    """A bad setting or an unusable environment: reported as one `repro-workload error:` line."""

@@ -14,7 +14,6 @@ outside any timed interval.
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 import time
@@ -24,60 +23,7 @@ from typing import Any
 from . import _common as common
 from . import models
 from ._common import ArgumentParser, WorkloadError, non_negative_int, positive_float, positive_int, run_main
-
-
-def tfrecord_files(directory: str, prefix: str = "train") -> list[str]:
-    """`prefix-*` files in directory, else every `*.tfrecord*` file; sorted."""
-    files = sorted(glob.glob(os.path.join(directory, f"{prefix}-*")))
-    if not files:
-        files = sorted(glob.glob(os.path.join(directory, "*.tfrecord*")))
-    return [f for f in files if os.path.isfile(f)]
-
-
-def decode_example(record: Any, image_size: int, label_offset: int) -> tuple[Any, Any]:
-    """One serialized ImageNet-format Example -> (float32 HWC image in [0, 1], int32 label)."""
-    import tensorflow as tf
-
-    features = tf.io.parse_single_example(
-        record,
-        {
-            "image/encoded": tf.io.FixedLenFeature([], tf.string),
-            "image/class/label": tf.io.FixedLenFeature([], tf.int64),
-        },
-    )
-    image = tf.io.decode_jpeg(features["image/encoded"], channels=3)
-    image = tf.image.resize(image, [image_size, image_size]) / 255.0
-    label = tf.cast(features["image/class/label"], tf.int32) - label_offset
-    return image, label
-
-
-def tfrecord_dataset(
-    files: Sequence[str],
-    rank: int,
-    size: int,
-    batch: int,
-    image_size: int,
-    label_offset: int,
-    channels_first: bool,
-    seed: int,
-) -> Any:
-    """Endless, shuffled batches of this rank's part of the records (by file when there are enough)."""
-    import tensorflow as tf
-
-    autotune = tf.data.AUTOTUNE
-    by_file = len(files) >= size
-    ds = tf.data.Dataset.from_tensor_slices(list(files))
-    if by_file:
-        ds = ds.shard(size, rank)
-    ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
-    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(4, len(files)), num_parallel_calls=autotune)
-    if not by_file:
-        ds = ds.shard(size, rank)
-    ds = ds.shuffle(1024, seed=seed + rank)
-    ds = ds.map(lambda r: decode_example(r, image_size, label_offset), num_parallel_calls=autotune)
-    if channels_first:
-        ds = ds.map(lambda x, y: (tf.transpose(x, [2, 0, 1]), y), num_parallel_calls=autotune)
-    return ds.batch(batch, drop_remainder=True).prefetch(autotune)
+from .data import tfrecord_dataset, tfrecord_files
 
 
 def build_parser() -> ArgumentParser:

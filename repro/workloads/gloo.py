@@ -5,7 +5,7 @@
 horovodrun would reach the hosts with `ssh -o StrictHostKeyChecking=no`, which repro must not use,
 and HOROVOD_CONTROLLER=gloo under plain mpirun leaves every rank alone in a world of size 1. So this
 launcher starts Horovod's own rendezvous server here, lets mpirun (with its usual, checked SSH) start
-the processes, and tells them where the rendezvous is; `_common.prepare_gloo_environment` then gives
+the processes, and tells them where the rendezvous is; `_net.prepare_gloo_environment` then gives
 each process the rank variables horovodrun would have set. Hosts must be filled in order
 (mpirun's default mapping, or --map-by slot), and this launcher must run on the first host, or
 --rendezvous-addr must name an address of this machine that the workers reach.
@@ -20,7 +20,8 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from ._common import ArgumentParser, WorkloadError, interface_of, parse_host_slots, run_main
+from ._common import ArgumentParser, WorkloadError, run_main
+from ._net import interface_of, parse_host_slots
 
 _LAUNCHERS = ("mpirun", "mpiexec", "orterun")
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from repro.workloads import _common as common
+from repro.workloads import _net as net
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MPIRUN = shutil.which("mpirun")
@@ -66,9 +67,9 @@ def run_workload(
     cmd += [*args, "--output", str(output)]
     if gloo_hosts:
         cmd = [sys.executable, "-m", "repro.workloads.gloo", "--hosts", gloo_hosts, "--", *cmd]
-    before = set(common.local_ipv4_addresses())
+    before = set(net.local_ipv4_addresses())
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False)
-    seen = before | set(common.local_ipv4_addresses())
+    seen = before | set(net.local_ipv4_addresses())
     assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     result_lines = [line for line in lines if line.startswith(common.RESULT_PREFIX)]

@@ -86,6 +86,7 @@ def test_gloo_backend_wraps_mpirun_with_the_rendezvous_launcher():
     assert argv[:3] == ["python3", "-m", "repro.workloads.gloo"]
     assert argv[argv.index("--hosts") + 1] == "10.9.0.1:1,10.9.0.2:1"
     assert argv[argv.index("--") + 1] == "mpirun"
+    assert "--ulimit" not in plan.containers[0].run_argv  # memlock only where RDMA needs it
 
 
 def test_docker_plan_starts_one_labelled_container_per_host_without_privileges():
@@ -99,7 +100,7 @@ def test_docker_plan_starts_one_labelled_container_per_host_without_privileges()
     run = c1.run_argv
     assert "--privileged" not in run
     for flag in (["--network", "host"], ["--cap-add", "IPC_LOCK"], ["--gpus", "all"], ["--device", "/dev/infiniband"],
-                 ["--volume", "/imagenet:/data:ro"], ["--label", "repro.run=r9"]):
+                 ["--volume", "/imagenet:/data:ro"], ["--label", "repro.run=r9"], ["--ulimit", "memlock=-1"]):
         assert any(run[i:i + 2] == flag for i in range(len(run))), flag
     assert run[-5:] == ["/usr/sbin/sshd", "-D", "-e", "-p", "50000"]
     assert c2.remove_argv[-3:] == ["rm", "--force", "repro-r9-n2"]

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from repro.workloads import _common as common
-from repro.workloads import allreduce, cnn, gloo, models, tta
+from repro.workloads import _net as net
+from repro.workloads import allreduce, cnn, data, gloo, models, tta
 
 WORKLOADS_DIR = pathlib.Path(common.__file__).parent
 
@@ -54,24 +55,24 @@ Local:
 
 
 def test_fib_trie_yields_each_local_address_once_without_loopback() -> None:
-    assert common.parse_fib_trie(FIB_TRIE) == ["10.123.0.2", "172.17.0.1"]
+    assert net.parse_fib_trie(FIB_TRIE) == ["10.123.0.2", "172.17.0.1"]
 
 
 def test_fib_trie_skips_network_and_broadcast_entries_and_keeps_loopback_on_request() -> None:
-    found = common.parse_fib_trie(FIB_TRIE, include_loopback=True)
+    found = net.parse_fib_trie(FIB_TRIE, include_loopback=True)
     assert found == ["10.123.0.2", "127.0.0.1", "172.17.0.1"]
     assert "127.0.0.0" not in found and "10.123.0.255" not in found and "10.123.0.0" not in found
 
 
 def test_fib_trie_of_empty_namespace_has_no_addresses() -> None:
-    assert common.parse_fib_trie("Main:\n  +-- 0.0.0.0/0 3 0 5\nLocal:\n") == []
+    assert net.parse_fib_trie("Main:\n  +-- 0.0.0.0/0 3 0 5\nLocal:\n") == []
 
 
 def test_live_addresses_agree_with_the_interface_ioctl() -> None:
-    from_fib = set(common.local_ipv4_addresses())
-    from_ioctl = {ip for _, ip in common.interface_addresses() if not ip.startswith("127.")}
+    from_fib = set(net.local_ipv4_addresses())
+    from_ioctl = {ip for _, ip in net.interface_addresses() if not ip.startswith("127.")}
     assert from_fib == from_ioctl
-    assert common.interface_of("127.0.0.1") == "lo"
+    assert net.interface_of("127.0.0.1") == "lo"
 
 
 # --------------------------------------------------------------------------- Gloo slots
@@ -83,7 +84,7 @@ def test_live_addresses_agree_with_the_interface_ioctl() -> None:
 )
 def test_slot_assignments_match_horovods_get_host_assignments(hosts: str, size: int | None) -> None:
     hvd_hosts = pytest.importorskip("horovod.runner.common.util.hosts")
-    ours = common.slot_assignments(common.parse_host_slots(hosts), size)
+    ours = net.slot_assignments(net.parse_host_slots(hosts), size)
     total = size or sum(int(h.split(":")[1]) for h in hosts.split(","))
     theirs = hvd_hosts.get_host_assignments(hvd_hosts.parse_hosts(hosts), total, total)
     assert ours == [
@@ -101,7 +102,7 @@ def test_slot_assignments_match_horovods_get_host_assignments(hosts: str, size: 
 
 
 def test_gloo_slot_env_of_last_rank_on_second_host() -> None:
-    env = common.gloo_slot_env("10.0.0.1:2,10.0.0.2:2", 3, 4)
+    env = net.gloo_slot_env("10.0.0.1:2,10.0.0.2:2", 3, 4)
     assert env == {
         "HOROVOD_HOSTNAME": "10.0.0.2",
         "HOROVOD_RANK": "3",
@@ -115,13 +116,13 @@ def test_gloo_slot_env_of_last_rank_on_second_host() -> None:
 
 def test_gloo_slot_env_rejects_rank_beyond_slots_and_bad_hosts() -> None:
     with pytest.raises(common.WorkloadError, match="outside"):
-        common.gloo_slot_env("a:1,b:1", 2, None)
+        net.gloo_slot_env("a:1,b:1", 2, None)
     with pytest.raises(common.WorkloadError, match="only 2 slots"):
-        common.gloo_slot_env("a:1,b:1", 0, 3)
+        net.gloo_slot_env("a:1,b:1", 0, 3)
     with pytest.raises(common.WorkloadError, match="twice"):
-        common.parse_host_slots("a:1,a:2")
+        net.parse_host_slots("a:1,a:2")
     with pytest.raises(common.WorkloadError, match="ADDR:SLOTS"):
-        common.parse_host_slots("a")
+        net.parse_host_slots("a")
 
 
 def test_prepare_gloo_environment_sets_slot_variables_from_mpi_rank() -> None:
@@ -132,23 +133,23 @@ def test_prepare_gloo_environment_sets_slot_variables_from_mpi_rank() -> None:
         "OMPI_COMM_WORLD_RANK": "1",
         "OMPI_COMM_WORLD_SIZE": "2",
     }
-    assert common.prepare_gloo_environment(env) is True
+    assert net.prepare_gloo_environment(env) is True
     assert env["HOROVOD_RANK"] == "1" and env["HOROVOD_LOCAL_RANK"] == "1" and env["HOROVOD_SIZE"] == "2"
     assert env["HOROVOD_HOSTNAME"] == "127.0.0.1"
 
 
 def test_prepare_gloo_environment_leaves_mpi_runs_and_horovodrun_runs_alone() -> None:
     mpi = {"OMPI_COMM_WORLD_RANK": "0"}
-    assert common.prepare_gloo_environment(mpi) is False and "HOROVOD_RANK" not in mpi
+    assert net.prepare_gloo_environment(mpi) is False and "HOROVOD_RANK" not in mpi
     horovodrun = {"HOROVOD_CONTROLLER": "gloo", "HOROVOD_RANK": "5"}
-    assert common.prepare_gloo_environment(horovodrun) is False and horovodrun["HOROVOD_RANK"] == "5"
+    assert net.prepare_gloo_environment(horovodrun) is False and horovodrun["HOROVOD_RANK"] == "5"
 
 
 def test_prepare_gloo_environment_refuses_plain_mpirun_and_size_mismatch() -> None:
     with pytest.raises(common.WorkloadError, match=r"repro\.workloads\.gloo"):
-        common.prepare_gloo_environment({"HOROVOD_CONTROLLER": "gloo", "OMPI_COMM_WORLD_RANK": "0"})
+        net.prepare_gloo_environment({"HOROVOD_CONTROLLER": "gloo", "OMPI_COMM_WORLD_RANK": "0"})
     with pytest.raises(common.WorkloadError, match="expects 4"):
-        common.prepare_gloo_environment(
+        net.prepare_gloo_environment(
             {
                 "HOROVOD_CONTROLLER": "gloo",
                 "REPRO_GLOO_HOSTS": "127.0.0.1:4",
@@ -166,10 +167,10 @@ def test_prepare_gloo_environment_refuses_a_rank_placed_on_another_hosts_address
         "OMPI_COMM_WORLD_RANK": "1",
         "OMPI_COMM_WORLD_SIZE": "2",
     }
-    if not common.local_ipv4_addresses():
+    if not net.local_ipv4_addresses():
         pytest.skip("this namespace has no non-loopback address to compare with")
     with pytest.raises(common.WorkloadError, match="map-by slot"):
-        common.prepare_gloo_environment(env)
+        net.prepare_gloo_environment(env)
 
 
 def test_gloo_argv_exports_rendezvous_right_after_the_mpirun_word() -> None:
@@ -279,34 +280,34 @@ def test_plateau_reduces_after_patience_epochs_without_improvement() -> None:
 
 def test_stratified_split_is_disjoint_complete_stratified_and_seeded() -> None:
     labels = [c for c in range(10) for _ in range(30 + c)]
-    train, val = tta.stratified_split(labels, 0.2, seed=0)
+    train, val = data.stratified_split(labels, 0.2, seed=0)
     assert not set(train) & set(val)
     assert sorted(train + val) == list(range(len(labels)))
     for c in range(10):
         held = sum(1 for i in val if labels[i] == c)
         assert held == round(0.2 * (30 + c))
-    assert tta.stratified_split(labels, 0.2, seed=0) == (train, val)
-    assert tta.stratified_split(labels, 0.2, seed=1)[1] != val
+    assert data.stratified_split(labels, 0.2, seed=0) == (train, val)
+    assert data.stratified_split(labels, 0.2, seed=1)[1] != val
 
 
 @pytest.mark.parametrize(("count", "size"), [(1438, 1), (1438, 2), (1001, 3), (50, 8)])
 def test_epoch_shards_are_disjoint_equal_and_reshuffled_each_epoch(count: int, size: int) -> None:
-    shards = [tta.epoch_shard(count, 0, 7, r, size) for r in range(size)]
+    shards = [data.epoch_shard(count, 0, 7, r, size) for r in range(size)]
     flat = np.concatenate(shards)
     assert len(flat) == len(set(flat.tolist())) == count - count % size
     assert {len(s) for s in shards} == {count // size}
     assert flat.min() >= 0 and flat.max() < count
-    again = tta.epoch_shard(count, 1, 7, 0, size)
+    again = data.epoch_shard(count, 1, 7, 0, size)
     assert not np.array_equal(again, shards[0])
-    assert np.array_equal(tta.epoch_shard(count, 0, 7, 0, size), shards[0])
+    assert np.array_equal(data.epoch_shard(count, 0, 7, 0, size), shards[0])
     check = tta.check_shards([s.tolist() for s in shards], count)
     assert check["disjoint"] and check["within_train_set"] and check["left_out"] == count % size
 
 
 def test_every_rank_takes_the_same_number_of_steps() -> None:
-    assert tta.steps_per_epoch(1438, 1, 32) == 45
-    assert tta.steps_per_epoch(1438, 2, 32) == 23
-    assert tta.steps_per_epoch(1001, 3, 32) == 11
+    assert data.steps_per_epoch(1438, 1, 32) == 45
+    assert data.steps_per_epoch(1438, 2, 32) == 23
+    assert data.steps_per_epoch(1001, 3, 32) == 11
 
 
 def test_check_shards_detects_overlap() -> None:
@@ -365,9 +366,9 @@ def test_cnn_settings_resolve_defaults_and_reject_bad_data(tmp_path: pathlib.Pat
         cnn.resolve_settings(parse(["--data", str(tmp_path)]))
     (tmp_path / "a.tfrecord").write_bytes(b"")
     (tmp_path / "b.tfrecord-00001").write_bytes(b"")
-    assert [pathlib.Path(f).name for f in cnn.tfrecord_files(str(tmp_path))] == ["a.tfrecord", "b.tfrecord-00001"]
+    assert [pathlib.Path(f).name for f in data.tfrecord_files(str(tmp_path))] == ["a.tfrecord", "b.tfrecord-00001"]
     (tmp_path / "train-00000-of-00001").write_bytes(b"")
-    assert [pathlib.Path(f).name for f in cnn.tfrecord_files(str(tmp_path))] == ["train-00000-of-00001"]
+    assert [pathlib.Path(f).name for f in data.tfrecord_files(str(tmp_path))] == ["train-00000-of-00001"]
 
 
 def test_throughput_sums_each_ranks_batch_over_its_median_step() -> None:
