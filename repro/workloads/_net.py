@@ -176,6 +176,26 @@ def gloo_slot_env(hosts: str, rank: int, world_size: int | None = None) -> dict[
     }
 
 
+def check_hostname_resolves(hostname: str | None = None) -> None:
+    """Gloo across hosts needs this host's name to resolve to a routable address.
+
+    Horovod 0.28's process-set Gloo contexts ignore HOROVOD_GLOO_IFACE (gloo_iface_ is not copied
+    from the global context) and bind to the address of the host's name; a name that resolves to
+    127.x makes peers dial loopback and the job abort with a gloo::IoException.
+    """
+    name = hostname or socket.gethostname()
+    try:
+        address = socket.gethostbyname(name)
+    except OSError as exc:
+        raise WorkloadError(f"Gloo across hosts: this host's name {name!r} does not resolve ({exc}); "
+                            "add it to /etc/hosts or DNS with the address on the Gloo interface") from None
+    if is_loopback(address):
+        raise WorkloadError(f"Gloo across hosts: this host's name {name!r} resolves to {address}, a loopback "
+                            "address, and Horovod's Gloo process sets bind to it (they ignore HOROVOD_GLOO_IFACE); "
+                            "map the name to the address on the Gloo interface in /etc/hosts or DNS, "
+                            "or use the MPI backend")
+
+
 def prepare_gloo_environment(environ: dict[str, str] | None = None) -> bool:
     """Under `repro.workloads.gloo`, give this process the slot variables Horovod's Gloo needs.
 
@@ -207,5 +227,7 @@ def prepare_gloo_environment(environ: dict[str, str] | None = None) -> bool:
                 f"rank {rank} was placed on {host} by REPRO_GLOO_HOSTS but runs on {', '.join(mine)}; "
                 "fill hosts in order (mpirun --map-by slot) with the same host list"
             )
+    if len(parse_host_slots(hosts)) > 1:
+        check_hostname_resolves()
     env.update(slot)
     return True

@@ -99,14 +99,30 @@ ssh_admin() {
     -o ConnectTimeout=5 -o LogLevel=ERROR "$@"
 }
 
-# Run a command inside host $1: its network namespace (ip netns exec also gives it its own /sys) and a
-# private mount namespace where the host's own ssh dir is bind-mounted over /root/.ssh.
+# Run a command inside host $1: its network namespace (ip netns exec also gives it its own /sys), its
+# own hostname (UTS namespace) and a private mount namespace where the host's own ssh dir is
+# bind-mounted over /root/.ssh and its own hosts file over /etc/hosts. Like real hosts, each one's
+# name resolves to its cluster address (Horovod's Gloo, for one, finds peers by hostname).
 host_exec() {
   local i=$1
   shift
-  # shellcheck disable=SC2016 # $0 and $@ belong to the inner sh
-  ip netns exec "$(ns_of "$i")" unshare --mount --propagation slave \
-    sh -c 'mount --bind "$0" /root/.ssh && exec "$@"' "$(dir_of "$i")/ssh" "$@"
+  # shellcheck disable=SC2016 # $0, $1, $2 and $@ belong to the inner sh
+  ip netns exec "$(ns_of "$i")" unshare --mount --uts --propagation slave \
+    sh -c 'mount --bind "$0" /root/.ssh && mount --bind "$1" /etc/hosts && hostname "$2" && shift 2 && exec "$@"' \
+    "$(dir_of "$i")/ssh" "$(dir_of "$i")/hosts" "h$i" "$@"
+}
+
+# Each host's /etc/hosts: localhost, and every cluster host by its name (hN) and address.
+write_hosts_files() {
+  local i j
+  for ((i = 1; i <= HOSTS; i++)); do
+    {
+      echo "# /etc/hosts of host h$i in repro test cluster $NAME"
+      echo "127.0.0.1 localhost"
+      echo "::1 localhost ip6-localhost ip6-loopback"
+      for ((j = 1; j <= HOSTS; j++)); do echo "$(addr_of "$j") h$j"; done
+    } >"$(dir_of "$i")/hosts"
+  done
 }
 
 # -- teardown ---------------------------------------------------------------------------------------
@@ -308,9 +324,11 @@ start_dockerd() {
   # mount namespace keeps the engine's overlay and netns mounts out of the machine's mount table, and
   # the tmpfs on /run/containerd keeps dockerd from adopting a system containerd that runs in the root
   # network namespace (its containers would live there too).
-  # shellcheck disable=SC2016 # $@ belongs to the inner sh
-  setsid nsenter --net="/var/run/netns/$(ns_of "$i")" unshare --mount --propagation slave \
-    sh -c 'mount -t tmpfs -o mode=0711 repro-containerd /run/containerd && exec dockerd "$@"' dockerd \
+  # Its own hostname and /etc/hosts too: containers with host networking take both from the engine.
+  # shellcheck disable=SC2016 # $1, $2 and $@ belong to the inner sh
+  setsid nsenter --net="/var/run/netns/$(ns_of "$i")" unshare --mount --uts --propagation slave \
+    sh -c 'mount -t tmpfs -o mode=0711 repro-containerd /run/containerd && mount --bind "$1" /etc/hosts &&
+      hostname "$2" && shift 2 && exec dockerd "$@"' dockerd "$dir/hosts" "h$i" \
     --config-file "$dir/daemon.json" --data-root "$dir/docker" --exec-root "$dir/run" \
     --pidfile "$dir/dockerd.pid" -H "$(sock_of "$i")" \
     --iptables=false --ip6tables=false --bridge=none --storage-driver=overlay2 \
@@ -461,6 +479,7 @@ cmd_up() {
   [[ -d /root/.ssh ]] || mkdir -m 700 /root/.ssh # mount point of each host's own ~/.ssh
   create_bridge
   for ((i = 1; i <= HOSTS; i++)); do create_host "$i"; done
+  write_hosts_files
   write_known_hosts
   for ((i = 1; i <= HOSTS; i++)); do start_sshd "$i"; done
   for ((i = 1; i <= HOSTS; i++)); do wait_sshd "$i"; done

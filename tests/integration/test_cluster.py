@@ -194,6 +194,19 @@ def test_each_host_has_its_own_ssh_directory(cluster: Cluster) -> None:
         (cluster.host("h1").ssh_dir / marker).unlink(missing_ok=True)
 
 
+def test_each_host_has_its_own_name_resolving_to_its_address(cluster: Cluster) -> None:
+    for h in cluster.hosts:
+        over_ssh = ssh_from(cluster, "h1", h.name, ["sh", "-c", "hostname; getent hosts $(hostname)"])
+        assert over_ssh.returncode == 0, over_ssh.stderr
+        name, resolved = over_ssh.stdout.splitlines()[:2]
+        assert name == h.name and resolved.split()[0] == h.address
+        in_container = docker_cli(h.docker_host, "run", "--rm", "--network", "host", "debian:12", "sh", "-c",
+                                  "cat /proc/sys/kernel/hostname; getent hosts $(cat /proc/sys/kernel/hostname)")
+        assert in_container.returncode == 0, in_container.stderr
+        name, resolved = in_container.stdout.splitlines()[:2]
+        assert name == h.name and resolved.split()[0] == h.address
+
+
 # -- MPI ------------------------------------------------------------------------------------------
 
 

@@ -11,9 +11,9 @@ import sys
 import numpy as np
 import pytest
 
+from repro.workloads import WorkloadError, allreduce, cnn, data, gloo, models, tta
 from repro.workloads import _common as common
 from repro.workloads import _net as net
-from repro.workloads import allreduce, cnn, data, gloo, models, tta
 
 WORKLOADS_DIR = pathlib.Path(common.__file__).parent
 
@@ -459,3 +459,11 @@ def test_workloads_import_nothing_from_repro_outside_the_package(path: pathlib.P
 @pytest.mark.parametrize("path", sorted(WORKLOADS_DIR.glob("*.py")), ids=lambda p: p.name)
 def test_workloads_parse_as_python_38(path: pathlib.Path) -> None:
     ast.parse(path.read_text(), feature_version=(3, 8))
+
+
+def test_gloo_across_hosts_refuses_a_hostname_that_resolves_to_loopback(monkeypatch):
+    monkeypatch.setattr(net.socket, "gethostbyname", lambda name: "127.0.1.1")
+    with pytest.raises(WorkloadError, match=r"resolves to 127\.0\.1\.1"):
+        net.check_hostname_resolves("node1")
+    monkeypatch.setattr(net.socket, "gethostbyname", lambda name: "10.0.0.5")
+    net.check_hostname_resolves("node1")  # routable: fine
