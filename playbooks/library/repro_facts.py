@@ -159,8 +159,14 @@ def system():
         if parts and parts[0].isdigit():
             meminfo[key] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
     uname = platform.uname()
+    hostname = socket.gethostname()
+    try:
+        hostname_address = socket.gethostbyname(hostname)
+    except OSError:
+        hostname_address = None
     return {
-        "hostname": socket.gethostname(),
+        "hostname": hostname,
+        "hostname_address": hostname_address,
         "os_release": os_release,
         "kernel": uname.release,
         "arch": uname.machine,

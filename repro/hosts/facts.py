@@ -12,6 +12,7 @@ run. The stored JSON (format `repro.facts/1`)::
       "address": "192.168.11.1",             # ansible_host
       "gathered_at": "2020-01-15T10:00:00Z",
       "hostname": "c4140-1",
+      "hostname_address": "192.168.11.1",
       "os": {"id": "ubuntu", "version": "18.04", "name": "Ubuntu 18.04.3 LTS"},
       "kernel": "4.15.0-69-generic",
       "arch": "x86_64",
@@ -182,6 +183,7 @@ class HostFacts(_Model):
     address: str | None = None
     gathered_at: str | None = None
     hostname: str | None = None
+    hostname_address: str | None = None  # what the hostname resolves to on the host itself
     os: OS = Field(default_factory=OS)
     kernel: str | None = None
     arch: str | None = None
@@ -393,6 +395,7 @@ def normalise(raw: dict[str, Any], host: str, host_vars: dict[str, Any] | None =
         address=str(hv["ansible_host"]) if hv.get("ansible_host") else None,
         gathered_at=raw.get("gathered_at"),
         hostname=system.get("hostname"),
+        hostname_address=system.get("hostname_address"),
         os=OS(id=rel.get("ID"), version=rel.get("VERSION_ID"), name=rel.get("PRETTY_NAME")),
         kernel=system.get("kernel"),
         arch=system.get("arch"),

@@ -256,9 +256,26 @@ def _config_check(f: HostFacts) -> Iterable[Check]:
     yield Check(f.host, "config-check", OK, text)
 
 
+def _hostname(f: HostFacts) -> Iterable[Check]:
+    address = f.hostname_address
+    if f.hostname is None or address is None:
+        yield Check(f.host, "hostname", WARN, f"hostname {f.hostname or '?'} does not resolve on the host; Horovod's "
+                    "Gloo across hosts needs it to (map it in /etc/hosts or DNS)")
+    elif address.startswith("127."):
+        yield Check(f.host, "hostname", WARN, f"hostname {f.hostname} resolves to {address} (loopback): Horovod's Gloo "
+                    "across hosts will fail (its process sets bind to the hostname's address, ignoring "
+                    "HOROVOD_GLOO_IFACE); map it to the interface's address in /etc/hosts, or use the MPI backend")
+    else:
+        yield Check(f.host, "hostname", OK, f"{f.hostname} resolves to {address}")
+
+
 def _consistency(facts: list[HostFacts]) -> Iterable[Check]:
     if len(facts) < 2:
         return
+    names = [f.hostname for f in facts if f.hostname]
+    if len(set(names)) < len(names):
+        yield Check(CLUSTER, "consistency", WARN, f"hosts share a hostname ({', '.join(names)}): MPI and Horovod "
+                    "group ranks by hostname and would take them for one node")
     aspects = {
         "kernel": lambda f: f.kernel,
         "OS": lambda f: f.os.name,
@@ -294,6 +311,7 @@ def evaluate(facts: Mapping[str, HostFacts], stack: Stack | None = None, invento
                 checks.append(Check(host, "reach", FAIL, missing[host]))
             continue
         checks.append(_host(f))
+        checks += _hostname(f)
         checks += _gpu(f, stack, expected.get(host, 0))
         checks += _driver(f, stack)
         checks += _ofed(f, stack)

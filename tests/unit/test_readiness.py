@@ -54,7 +54,8 @@ def c4140_raw(host: int = 1, driver: str = "440.33.01", modules: list[str] | Non
         "interface": "ib0",
         "pci": {"mellanox": ["0000:3b:00.0"], "nvidia": [f"0000:{0x1a + i:02x}:00.0" for i in range(4)]},
         "system": {
-            "hostname": f"c4140-{host}", "kernel": "4.15.0-69-generic", "arch": "x86_64",
+            "hostname": f"c4140-{host}", "hostname_address": f"192.168.11.{host}", "kernel": "4.15.0-69-generic",
+            "arch": "x86_64",
             "cpu_model": "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz", "cpu_threads": 80, "cpu_sockets": 2,
             "cpu_cores": 40, "mem_total_bytes": 384 * 2**30,
             "os_release": {"ID": "ubuntu", "VERSION_ID": "18.04", "PRETTY_NAME": "Ubuntu 18.04.3 LTS"},
@@ -323,3 +324,20 @@ def test_loopback_of_a_single_machine_needs_no_link_speed():
                                                   {"family": "inet", "local": "127.0.0.1", "prefixlen": 8}]}]))}
     i = by_name(evaluate({"localhost": facts(raw, "localhost", repro_interface="lo")}, CPU), "localhost")["interface"]
     assert i.status == OK and "loopback" in i.message
+
+
+def test_a_hostname_resolving_to_loopback_warns_about_gloo_and_shared_names_warn_too():
+    raws = [c4140_raw(1), c4140_raw(2)]
+    for raw in raws:
+        raw["system"].update(hostname="vm", hostname_address="127.0.1.1")
+    both = {f"c4140-{i}": facts(raw, name=f"c4140-{i}") for i, raw in enumerate(raws, start=1)}
+    readiness = evaluate(both)
+    check = by_name(readiness, "c4140-1")["hostname"]
+    assert check.status == WARN and "Gloo" in check.message and "127.0.1.1" in check.message
+    shared = [c for c in readiness.checks if c.name == "consistency" and "share a hostname" in c.message]
+    assert shared and shared[0].status == WARN
+
+
+def test_a_hostname_resolving_to_its_address_is_ok():
+    check = by_name(evaluate({"c4140-1": facts(c4140_raw(1))}), "c4140-1")["hostname"]
+    assert check.status == OK and "192.168.11.1" in check.message
