@@ -9,3 +9,6 @@ scripts/setup.sh demo
 . .venv/bin/activate
 repro validate --quiet stacks/*.yaml
 repro stacks
+echo
+# The main job: the CPU stack on this machine, 1 and 2 workers, ending with the scaling table.
+repro bench --stack stacks/cpu-tf215.yaml --hosts inventories/localhost --workers 1,2 "$@"
