@@ -79,6 +79,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_bench)
 
 
+class LiveProgress:
+    """A live bar on a terminal: the sweep's position, the running point, time elapsed; results above it."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self.task = None
+
+    def __enter__(self) -> LiveProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.stop()
+
+    def message(self, text: str) -> None:
+        self.bar.console.print(text, markup=False, highlight=False)
+
+    def running(self, n: int, total: int, label: str, where: str) -> None:
+        if self.task is None:
+            self.task = self.bar.add_task("", total=total)
+        self.bar.update(self.task, description=f"{label} on {where}", completed=n - 1)
+
+    def finished(self, n: int, total: int, label: str, summary: str) -> None:
+        self.message(f"{label}: {summary}")
+        if self.task is None:
+            self.task = self.bar.add_task("", total=total)
+        self.bar.update(self.task, completed=n)
+
+
 def _extra(args: argparse.Namespace) -> dict:
     keys = {"allreduce": ("min_exp", "max_exp", "num", "sizes", "iterations", "warmup", "dtypes"),
             "tta": ("dataset", "target_accuracy", "max_epochs", "max_seconds")}
@@ -110,8 +143,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
     options = BenchOptions(runtime=args.runtime, repeats=args.repeats, timeout=args.timeout, resume=args.resume,
                            dry_run=args.dry_run)
+    import contextlib
+    import sys
+
     store = Store(args.store)
-    result = bench(loaded, inventory, spec, options, store)
+    live = LiveProgress() if sys.stderr.isatty() and not args.dry_run else None
+    with live or contextlib.nullcontext():
+        result = bench(loaded, inventory, spec, options, store, live)
     if args.dry_run:
         for plan in result.plans:
             print("\n".join(plan.describe()))

@@ -49,11 +49,28 @@ class BenchResult:
         return [r for r in self.records if r.status != "ok"]
 
 
-Progress = Callable[[str], None]
+class LineProgress:
+    """Progress as plain lines on stderr (logs, CI); the CLI shows a live bar on terminals instead."""
+
+    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+        self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+
+    def message(self, text: str) -> None:
+        self.write(text)
+
+    def running(self, n: int, total: int, label: str, where: str) -> None:
+        self.write(f"{label}: running on {where}")
+
+    def finished(self, n: int, total: int, label: str, summary: str) -> None:
+        self.write(f"{label}: {summary}")
 
 
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+def _progress(progress: object) -> LineProgress:
+    if progress is None:
+        return LineProgress()
+    if callable(progress) and not hasattr(progress, "running"):
+        return LineProgress(progress)  # a plain callable that takes lines
+    return progress  # type: ignore[return-value]
 
 
 def choose_runtime(inventory: Inventory, requested: str | None) -> str:
@@ -92,8 +109,12 @@ def _describe(point: Point, repeat: int, repeats: int) -> str:
 
 
 def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions, store: Store,
-          progress: Progress = _stderr) -> BenchResult:
-    """Run (or, with dry_run, plan) every point of the sweep; returns the records stored."""
+          progress: object = None) -> BenchResult:
+    """Run (or, with dry_run, plan) every point of the sweep; returns the records stored.
+
+    `progress` gets message/running/finished calls (see LineProgress); a plain callable gets lines.
+    """
+    progress = _progress(progress)
     from repro.manifest.compat import check
 
     errors = [f for f in check(loaded) if f.severity == "error"]
@@ -130,7 +151,7 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
     runtime = DockerRuntime(stack, image) if runtime_name == "docker" else HostRuntime(stack)
     removed = runtime.cleanup_stale(hosts)
     if removed:
-        progress(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
+        progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
     found = runtime.prepare(hosts, backend=spec.backends[0] if spec.backends else "mpi")
     if runtime_name == "host":
         lock = found
@@ -148,13 +169,13 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
             label = f"[{n}/{total}] {_describe(point, repeat, options.repeats)}"
             if (point.key(), repeat) in done:
                 skipped += 1
-                progress(f"{label}: done earlier, skipped (--resume)")
+                progress.finished(n, total, label, "done earlier, skipped (--resume)")
                 continue
             run_id = new_id().split("-")[-1]
             plan = plan_point(point, inventory, run_id=run_id, **plan_args)
             ctx = collect.Context(stack_ref, lock, SweepRef(id=sid, point=point.key(), repeat=repeat), runtime_name,
                                   facts)
-            progress(f"{label}: running on {', '.join(f'{p.host.name}x{p.ranks}' for p in plan.placement)}")
+            progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in plan.placement))
             try:
                 outcome = runtime.run(plan, options.timeout)
             except KeyboardInterrupt:
@@ -162,8 +183,8 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
                                      failure="interrupted by the user (Ctrl-C)")
                 store.put(rec)
                 records.append(rec)
-                progress(f"{label}: interrupted; {len([r for r in records if r.status == 'ok'])} point(s) kept in "
-                         f"{store.root}; `repro bench ... --resume` completes the sweep")
+                progress.finished(n, total, label, f"interrupted; {len([r for r in records if r.status == 'ok'])} "
+                                  f"point(s) kept in {store.root}; `repro bench ... --resume` completes the sweep")
                 raise Interrupted("benchmark interrupted; results gathered so far are stored") from None
             rec = collect.record(point, plan, ctx, stdout=outcome.stdout, stderr=outcome.stderr,
                                  returncode=outcome.returncode, duration_s=outcome.duration_s,
@@ -171,10 +192,10 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
             store.put(rec)
             records.append(rec)
             pending += [h for h in outcome.cleanup_pending if h not in pending]
-            progress(f"{label}: {_summary(rec)}")
+            progress.finished(n, total, label, _summary(rec))
             if outcome.cleanup_pending:
-                progress(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} (unreachable); "
-                         "the next run removes what is left there")
+                progress.message(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} "
+                                 "(unreachable); the next run removes what is left there")
     return BenchResult(sid, records, skipped, cleanup_pending=tuple(pending))
 
 
