@@ -54,12 +54,22 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit status."""
+    import signal
+
     from repro.errors import ReproError
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    # A closed terminal or a service manager stopping repro must clean up like Ctrl-C does: workers run
+    # in their own sessions (so a stray signal cannot half-kill a point) and are stopped by repro.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     handler: Callable[[argparse.Namespace], int | None] = args.handler
     try:
         return int(handler(args) or EXIT_OK)

@@ -180,7 +180,7 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
                 outcome = runtime.run(plan, options.timeout)
             except KeyboardInterrupt:
                 rec = collect.record(point, plan, ctx, stdout="", stderr="", returncode=None, duration_s=0.0,
-                                     failure="interrupted by the user (Ctrl-C)")
+                                     failure="interrupted (Ctrl-C, or the terminal or a service manager stopped repro)")
                 store.put(rec)
                 records.append(rec)
                 progress.finished(n, total, label, f"interrupted; {len([r for r in records if r.status == 'ok'])} "

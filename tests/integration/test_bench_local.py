@@ -84,7 +84,8 @@ def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-def test_ctrl_c_ends_promptly_keeps_finished_points_and_leaves_no_workers(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_ends_promptly_keeps_finished_points_and_leaves_no_workers(tmp_path, sig):
     args = [sys.executable, "-m", "repro", "bench", "--stack", str(STACK), "--hosts", str(LOCAL),
             "--workers", "1,2", "--warmup-steps", "1", "--batch-size", "8", "--steps", "400", "--store", str(tmp_path)]
     proc = subprocess.Popen(args, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -95,17 +96,17 @@ def test_ctrl_c_ends_promptly_keeps_finished_points_and_leaves_no_workers(tmp_pa
         if subprocess.run(["pgrep", "-f", "repro.workloads.cnn"], capture_output=True).stdout:
             time.sleep(8)
             break
-    os.kill(proc.pid, signal.SIGINT)
+    os.kill(proc.pid, sig)
     start = time.monotonic()
     _out, err = proc.communicate(timeout=60)
-    assert time.monotonic() - start < 30, "Ctrl-C must end the point promptly"
+    assert time.monotonic() - start < 30, "an interrupt must end the point promptly"
     assert proc.returncode == 130, err
     records = Store(tmp_path).records()
     assert records and records[-1].status == "failed" and "interrupted" in records[-1].failure
     deadline = time.monotonic() + 15
     while not no_workers_left() and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert no_workers_left(), "workers survived Ctrl-C"
+    assert no_workers_left(), f"workers survived signal {sig}"
 
 
 def test_time_to_accuracy_reaches_its_target_on_1_and_2_workers(tmp_path):
