@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repro.errors import BackendUnavailable, ImageError, ReproError
+from repro.image.engine import engine
+from repro.image.engine import image_id as lookup_image
 
 if TYPE_CHECKING:  # the docker SDK is imported only when an engine is used
     import docker
@@ -42,7 +44,6 @@ VARIANT = "minbase"
 SUITES = {"12": "bookworm", "bookworm": "bookworm", "11": "bullseye", "bullseye": "bullseye"}
 _DEBIAN_REPOSITORIES = ("debian", "library/debian", "docker.io/library/debian")
 _DEBOOTSTRAP_TIMEOUT_S = 1800
-_ENGINE_TIMEOUT_S = 120
 RECIPE_REVISION = 1  # bump when the tarball's making changes, so caches built the old way are not reused
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # /proc/self/mountinfo writes " " as \040
 
@@ -134,9 +135,9 @@ def ensure_rootfs_tarball(recipe: BaseRecipe, cache: Path | None = None) -> tupl
 
 def ensure_base_image(ref: str = DEFAULT_REF, docker_host: str | None = None, *, mirror: str = DEFAULT_MIRROR) -> str:
     """Return the id of image `ref` in the engine, importing it from a debootstrap tarball if absent."""
-    client = _client(docker_host)
+    client = engine(docker_host)
     try:
-        existing = _image_id(client, ref)
+        existing = lookup_image(client, ref)
         if existing:
             log.info("base %s: already in engine %s (%s)", ref, _engine_name(docker_host), existing)
             return existing
@@ -151,7 +152,7 @@ def ensure_base_image(ref: str = DEFAULT_REF, docker_host: str | None = None, *,
             )
         except Exception as exc:  # docker.errors.* and connection errors alike
             raise ImageError(f"importing {tarball} as {ref} into {_engine_name(docker_host)} failed: {exc}") from exc
-        image_id = _image_id(client, ref)
+        image_id = lookup_image(client, ref)
         if not image_id:
             raise ImageError(f"engine {_engine_name(docker_host)} accepted the import of {ref} but does not list it")
         log.info("base %s: imported into %s in %.1f s (%s)", ref, _engine_name(docker_host),
@@ -163,9 +164,9 @@ def ensure_base_image(ref: str = DEFAULT_REF, docker_host: str | None = None, *,
 
 def load_into(ref: str, docker_hosts: Sequence[str], source_host: str | None = None) -> dict[str, str]:
     """Copy image `ref` from the source engine into each engine of `docker_hosts`; return host -> id."""
-    source = _client(source_host)
+    source = engine(source_host)
     try:
-        source_id = _image_id(source, ref)
+        source_id = lookup_image(source, ref)
         if not source_id:
             raise ImageError(f"image {ref} is not in the source engine {_engine_name(source_host)}",
                              hint="run ensure_base_image (python -m repro.image.base) on it first")
@@ -327,36 +328,10 @@ def _debian_arch() -> str:
 # -- engines -------------------------------------------------------------------------------------
 
 
-def _client(docker_host: str | None) -> docker.DockerClient:
-    try:
-        import docker
-    except ImportError as exc:
-        raise BackendUnavailable("the docker Python package is not installed",
-                                 hint="pip install 'docker>=7'") from exc
-    try:
-        if docker_host:
-            return docker.DockerClient(base_url=docker_host, version="auto", timeout=_ENGINE_TIMEOUT_S)
-        return docker.from_env(version="auto", timeout=_ENGINE_TIMEOUT_S)
-    except docker.errors.DockerException as exc:
-        raise BackendUnavailable(f"cannot reach the Docker engine {_engine_name(docker_host)}: {exc}",
-                                 hint="start one (tests/cluster/local-docker.sh ensure) or pass --docker-host") from exc
-
-
-def _image_id(client: docker.DockerClient, ref: str) -> str | None:
-    import docker
-
-    try:
-        return str(client.images.get(ref).id)
-    except docker.errors.ImageNotFound:
-        return None
-    except docker.errors.DockerException as exc:
-        raise BackendUnavailable(f"cannot query images in the Docker engine: {exc}") from exc
-
-
 def _load_one(source: docker.DockerClient, source_id: str, ref: str, host: str) -> str:
-    target = _client(host)
+    target = engine(host)
     try:
-        if _image_id(target, ref) == source_id:
+        if lookup_image(target, ref) == source_id:
             log.info("base %s: already in engine %s (%s)", ref, host, source_id)
             return source_id
         started = time.monotonic()
@@ -367,7 +342,7 @@ def _load_one(source: docker.DockerClient, source_id: str, ref: str, host: str) 
             raise
         except Exception as exc:  # docker.errors.* and broken streams alike
             raise ImageError(f"copying {ref} into engine {host} failed: {exc}") from exc
-        loaded = _image_id(target, ref)
+        loaded = lookup_image(target, ref)
         if loaded != source_id:
             raise ImageError(f"engine {host} holds {ref} as {loaded} after loading, expected {source_id}")
         log.info("base %s: loaded into %s in %.1f s", ref, host, time.monotonic() - started)

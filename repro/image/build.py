@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from repro.errors import BackendUnavailable, ImageError, InputError
 from repro.image import render
+from repro.image.engine import engine, image_id
 from repro.image.render import RenderOptions
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from repro.results.store import Store
 
 Progress = Callable[[str], None]
-ENGINE_TIMEOUT_S = 3600  # a silent build step (a long compile) must not look like a dead engine
 TAIL_LINES = 25
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 _NO_SPACE = re.compile(r"no space left on device", re.IGNORECASE)
@@ -222,39 +222,6 @@ def plan_build(loaded: LoadedStack, options: BuildOptions | None = None, *, chec
 
 
 # -- the engine ------------------------------------------------------------------------------------
-
-
-def engine(docker_host: str | None = None) -> docker.DockerClient:
-    """A Docker SDK client for the engine; BackendUnavailable when none answers."""
-    try:
-        import docker
-    except ImportError as exc:
-        raise BackendUnavailable("the docker Python package is not installed", hint="pip install 'docker>=7'") from exc
-    where = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    try:
-        if docker_host:
-            client = docker.DockerClient(base_url=docker_host, version="auto", timeout=ENGINE_TIMEOUT_S)
-        else:
-            client = docker.from_env(version="auto", timeout=ENGINE_TIMEOUT_S)
-        client.ping()
-        return client
-    except Exception as exc:  # DockerException, requests' ConnectionError: both mean "no engine"
-        raise BackendUnavailable(
-            f"no Docker engine answers at {where} ({str(exc).splitlines()[0][:200]})",
-            hint="start one: `tests/cluster/local-docker.sh ensure` (or `dockerd --iptables=false "
-            "--bridge=none &`, or `systemctl start docker`), or point --docker-host/DOCKER_HOST at one") from None
-
-
-def image_id(client: docker.DockerClient, ref: str) -> str | None:
-    """The id of image `ref` in the engine, or None."""
-    import docker
-
-    try:
-        return str(client.images.get(ref).id)
-    except docker.errors.ImageNotFound:
-        return None
-    except docker.errors.APIError as exc:
-        raise BackendUnavailable(f"cannot query image {ref} in the Docker engine: {exc}") from None
 
 
 def require_base(client: docker.DockerClient, base: str, progress: Progress) -> str:

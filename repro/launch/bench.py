@@ -16,10 +16,10 @@ from repro.errors import CompatibilityError, Interrupted, LaunchError
 from repro.hosts.inventory import Inventory
 from repro.launch import collect
 from repro.launch.plan import LaunchPlan, place, plan_point
-from repro.launch.points import Point, SweepSpec, expand, sweep_id
+from repro.launch.points import SweepSpec, expand, point_key, sweep_id
 from repro.launch.runtime import DockerRuntime, HostRuntime
 from repro.manifest.resolve import LoadedStack
-from repro.results.record import RunRecord, StackRef, SweepRef, new_id
+from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.store import Store, inventory_key
 
 
@@ -99,7 +99,7 @@ def _done(store: Store, stack_hash: str, sweep: str) -> set[tuple[str, int]]:
     return done
 
 
-def _describe(point: Point, repeat: int, repeats: int) -> str:
+def _describe(point: Settings, repeat: int, repeats: int) -> str:
     what = point.workload + (f" {point.model}" if point.model else "")
     batch = f" batch/worker={point.batch_per_worker}" if point.batch_per_worker else ""
     extra = f" backend={point.backend}" if point.workload == "allreduce" else ""
@@ -167,14 +167,14 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
         for repeat in range(options.repeats):
             n += 1
             label = f"[{n}/{total}] {_describe(point, repeat, options.repeats)}"
-            if (point.key(), repeat) in done:
+            if (point_key(point), repeat) in done:
                 skipped += 1
                 progress.finished(n, total, label, "done earlier, skipped (--resume)")
                 continue
             run_id = new_id().split("-")[-1]
             plan = plan_point(point, inventory, run_id=run_id, **plan_args)
-            ctx = collect.Context(stack_ref, lock, SweepRef(id=sid, point=point.key(), repeat=repeat), runtime_name,
-                                  facts)
+            sweep = SweepRef(id=sid, point=point_key(point), repeat=repeat)
+            ctx = collect.Context(stack_ref, lock, sweep, runtime_name, facts)
             progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in plan.placement))
             try:
                 outcome = runtime.run(plan, options.timeout)

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from repro.launch.plan import LaunchPlan
-from repro.launch.points import Point
 from repro.results.record import (
     HostRef,
     RankResult,
     RunRecord,
+    Settings,
     StackRef,
     SweepRef,
     new_id,
@@ -64,7 +64,7 @@ class Context:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-def record(point: Point, plan: LaunchPlan, ctx: Context, *, stdout: str, stderr: str, returncode: int | None,
+def record(point: Settings, plan: LaunchPlan, ctx: Context, *, stdout: str, stderr: str, returncode: int | None,
            duration_s: float, failure: str | None = None) -> RunRecord:
     """A record of one run of a point: ok with the workload's data, or failed with the reason."""
     result = find_result(stdout) if failure is None else None
@@ -88,7 +88,8 @@ def record(point: Point, plan: LaunchPlan, ctx: Context, *, stdout: str, stderr:
     return RunRecord(
         id=new_id(), created=now_iso(), status="failed" if failure else "ok", failure=failure,
         origin="bench", stack=ctx.stack, lock=ctx.lock, sweep=ctx.sweep,
-        settings=point.settings(hosts=len(plan.placement)), runtime=ctx.runtime, hosts=hosts_used, ranks=ranks,
+        settings=point.model_copy(update={"hosts": len(plan.placement)}), runtime=ctx.runtime, hosts=hosts_used,
+        ranks=ranks,
         facts={h.name: ctx.facts[h.name] for h in hosts_used if h.name in ctx.facts},
         command=redact_argv(plan.launch_argv), env=redact_env(plan.env),
         software=dict(result.get("software", {})) if result else {},

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from repro.errors import InputError
 from repro.hosts.inventory import Host, Inventory
-from repro.launch.points import Point
+from repro.results.record import Settings
 
 CONTAINER_DATA = "/data"
 CONTAINER_SSH_DIR = "/root/.ssh"
@@ -54,7 +54,7 @@ def host_list(placement: tuple[Placement, ...], *, local_names: bool = False) ->
                     for p in placement)
 
 
-def workload_argv(point: Point, python: str, *, data: str | None = None, tf_cnn_script: str | None = None
+def workload_argv(point: Settings, python: str, *, data: str | None = None, tf_cnn_script: str | None = None
                   ) -> list[str]:
     """The command one worker runs."""
     w = point.workload
@@ -165,7 +165,7 @@ def container_plan(host: Host, run_id: str, image: str, ssh_port: int, *, gpus: 
 class LaunchPlan:
     """Everything one point runs, on every host."""
 
-    point: Point
+    point: Settings
     placement: tuple[Placement, ...]
     runtime: str
     env: dict[str, str]
@@ -192,7 +192,7 @@ class LaunchPlan:
         return lines
 
 
-def plan_point(point: Point, inventory: Inventory, *, runtime: str, stack_env: dict[str, str], gpu: bool,
+def plan_point(point: Settings, inventory: Inventory, *, runtime: str, stack_env: dict[str, str], gpu: bool,
                run_id: str, image: str | None = None, ssh_port: int = 50000, python: str | None = None,
                infiniband: bool = False) -> LaunchPlan:
     """The launch plan of one point on an inventory, for the docker or host runtime."""

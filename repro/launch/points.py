@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from repro.errors import InputError
@@ -19,39 +19,11 @@ from repro.results.record import Settings
 WORKLOADS = ("cnn", "tf_cnn_benchmarks", "allreduce", "tta")
 
 
-@dataclass(frozen=True)
-class Point:
-    """One point of a sweep: everything that defines what runs, before placement on hosts."""
-
-    workload: str
-    workers: int
-    model: str | None = None
-    batch_per_worker: int | None = None
-    global_batch: int | None = None
-    precision: Literal["fp32", "fp16"] = "fp32"
-    xla: bool = False
-    data_format: str | None = None
-    data: str = "synthetic"
-    scaling: Literal["weak", "strong"] = "weak"
-    threads: int | None = None
-    warmup_steps: int | None = None
-    steps: int | None = None
-    backend: str = "mpi"
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def key(self) -> str:
-        """Stable identity of the point (for --resume): a digest of its settings."""
-        text = json.dumps(asdict(self), sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def settings(self, hosts: int) -> Settings:
-        """The Settings a record of this point carries."""
-        return Settings(
-            workload=self.workload, model=self.model, batch_per_worker=self.batch_per_worker,
-            global_batch=self.global_batch, precision=self.precision, xla=self.xla, data_format=self.data_format,
-            data=self.data, workers=self.workers, hosts=hosts, scaling=self.scaling, threads=self.threads,
-            warmup_steps=self.warmup_steps, steps=self.steps, backend=self.backend, extra=dict(self.extra),
-        )
+def point_key(point: Settings) -> str:
+    """Stable identity of a sweep point (for --resume): a digest of its settings, hosts left out
+    (they follow from the placement)."""
+    text = json.dumps(point.model_dump(mode="json", exclude={"hosts"}), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -74,8 +46,10 @@ class SweepSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def expand(spec: SweepSpec, stack: Stack) -> list[Point]:
-    """Every point of the sweep, in the order they run (smallest worker count first)."""
+def expand(spec: SweepSpec, stack: Stack) -> list[Settings]:
+    """Every point of the sweep, in the order they run (smallest worker count first).
+
+    A point is the Settings its records will carry; `hosts` is filled in when it is placed."""
     bench = stack.benchmark
     workload = spec.workload or bench.workload
     if workload not in WORKLOADS:
@@ -89,7 +63,7 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Point]:
     data_format = spec.data_format or bench.data_format
     warmup = spec.warmup_steps if spec.warmup_steps is not None else bench.warmup_steps
     steps = spec.steps if spec.steps is not None else bench.steps
-    out: list[Point] = []
+    out: list[Settings] = []
     grid = itertools.product(models, batches, precisions, xlas, spec.threads, spec.backends, sorted(set(spec.workers)))
     for model, batch, precision, xla, threads, backend, workers in grid:
         if workload in ("allreduce", "tta"):
@@ -101,7 +75,7 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Point]:
             per, total = batch // workers, batch
         else:
             per, total = batch, batch * workers
-        out.append(Point(
+        out.append(Settings(
             workload=workload, workers=workers, model=model, batch_per_worker=per, global_batch=total,
             precision=precision, xla=xla, data_format=data_format if workload in ("cnn", "tf_cnn_benchmarks") else None,
             data=spec.data, scaling=spec.scaling, threads=threads, warmup_steps=warmup, steps=steps,
@@ -110,7 +84,7 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Point]:
     return sorted(out, key=lambda p: (p.workers, p.backend, str(p.model), p.batch_per_worker or 0))
 
 
-def sweep_id(stack_hash: str, inventory_key: str, points: list[Point], repeats: int) -> str:
+def sweep_id(stack_hash: str, inventory_key: str, points: list[Settings], repeats: int) -> str:
     """Deterministic id of a sweep: the same request on the same hosts resumes into the same id."""
-    text = json.dumps([stack_hash, inventory_key, sorted(p.key() for p in points), repeats])
+    text = json.dumps([stack_hash, inventory_key, sorted(point_key(p) for p in points), repeats])
     return "sw-" + hashlib.sha256(text.encode()).hexdigest()[:12]

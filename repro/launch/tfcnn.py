@@ -112,7 +112,7 @@ def tf_cnn_argv(s: TfCnnSettings, *, python: str = "python", script: str = SCRIP
 
 def tf_cnn_benchmarks_argv(point: Any, *, python: str = "python", data_dir: str | None = None,
                            script: str | None = None) -> list[str]:
-    """The argv of one worker of a sweep point (repro.launch.points.Point) under mpirun + Horovod.
+    """The argv of one worker of a sweep point (repro.results.record.Settings) under mpirun + Horovod.
 
     The device is point.extra["device"] when set, else gpu unless the data format is NHWC (tf_cnn's
     CPU layout); the script path is point.extra["script"] when set. A data_dir of "synthetic" (or

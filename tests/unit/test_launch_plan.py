@@ -11,7 +11,7 @@ from repro.errors import InputError
 from repro.hosts.inventory import Host, Inventory
 from repro.launch import collect
 from repro.launch.plan import SshOptions, host_list, mpirun_argv, place, plan_point
-from repro.launch.points import SweepSpec, expand, sweep_id
+from repro.launch.points import SweepSpec, expand, point_key, sweep_id
 from repro.launch.runtime import host_mismatches
 from repro.manifest import load_stack
 from repro.results.record import StackRef, SweepRef, redact_argv, redact_env
@@ -61,8 +61,8 @@ def test_stack_defaults_fill_what_the_sweep_leaves_open():
 def test_point_keys_and_sweep_ids_are_stable_and_distinct():
     a = expand(SweepSpec(workers=(1, 2)), CPU.stack)
     b = expand(SweepSpec(workers=(1, 2)), CPU.stack)
-    assert [p.key() for p in a] == [p.key() for p in b]
-    assert a[0].key() != a[1].key()
+    assert [point_key(p) for p in a] == [point_key(p) for p in b]
+    assert point_key(a[0]) != point_key(a[1])
     assert sweep_id("h", "inv", a, 1) == sweep_id("h", "inv", b, 1) != sweep_id("h", "inv", a, 2)
 
 
@@ -133,7 +133,7 @@ def test_collect_maps_ranks_to_hosts_by_address_not_hostname():
     (p,) = expand(SweepSpec(workers=(2,)), CPU.stack)
     plan = plan_point(p, cluster(), runtime="docker", stack_env={"API_TOKEN": "s3cret"}, gpu=False, run_id="r",
                       image="img")
-    ctx = collect.Context(StackRef(name="cpu", hash="abc"), None, SweepRef(id="sw", point=p.key()), "docker")
+    ctx = collect.Context(StackRef(name="cpu", hash="abc"), None, SweepRef(id="sw", point=point_key(p)), "docker")
     out = "noise\nREPRO_RESULT " + json.dumps(_result([["10.9.0.1"], ["10.9.0.2", "172.17.0.1"]])) + "\n"
     rec = collect.record(p, plan, ctx, stdout=out, stderr="", returncode=0, duration_s=3.2)
     assert rec.status == "ok"
@@ -145,7 +145,7 @@ def test_collect_maps_ranks_to_hosts_by_address_not_hostname():
 def test_collect_without_a_result_is_a_failed_record_with_the_reason():
     (p,) = expand(SweepSpec(workers=(1,)), CPU.stack)
     plan = plan_point(p, cluster(), runtime="host", stack_env={}, gpu=False, run_id="r")
-    ctx = collect.Context(StackRef(name="cpu", hash="abc"), None, SweepRef(id="sw", point=p.key()), "host")
+    ctx = collect.Context(StackRef(name="cpu", hash="abc"), None, SweepRef(id="sw", point=point_key(p)), "host")
     rec = collect.record(p, plan, ctx, stdout="Traceback...", stderr="boom", returncode=1, duration_s=1.0)
     assert rec.status == "failed" and "exit 1" in rec.failure and "boom" in rec.log_tail
 

@@ -1,0 +1,46 @@
+"""The Docker engine adapter shared by base images, builds and shipping: connect, look an image up."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from repro.errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    import docker
+
+ENGINE_TIMEOUT_S = 3600  # a silent build step (a long compile) must not look like a dead engine
+
+
+def engine(docker_host: str | None = None) -> docker.DockerClient:
+    """A Docker SDK client for the engine; BackendUnavailable when none answers."""
+    try:
+        import docker
+    except ImportError as exc:
+        raise BackendUnavailable("the docker Python package is not installed", hint="pip install 'docker>=7'") from exc
+    where = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    try:
+        if docker_host:
+            client = docker.DockerClient(base_url=docker_host, version="auto", timeout=ENGINE_TIMEOUT_S)
+        else:
+            client = docker.from_env(version="auto", timeout=ENGINE_TIMEOUT_S)
+        client.ping()
+        return client
+    except Exception as exc:  # DockerException, requests' ConnectionError: both mean "no engine"
+        raise BackendUnavailable(
+            f"no Docker engine answers at {where} ({str(exc).splitlines()[0][:200]})",
+            hint="start one: `tests/cluster/local-docker.sh ensure` (or `dockerd --iptables=false "
+            "--bridge=none &`, or `systemctl start docker`), or point --docker-host/DOCKER_HOST at one") from None
+
+
+def image_id(client: docker.DockerClient, ref: str) -> str | None:
+    """The id of image `ref` in the engine, or None."""
+    import docker
+
+    try:
+        return str(client.images.get(ref).id)
+    except docker.errors.ImageNotFound:
+        return None
+    except docker.errors.APIError as exc:
+        raise BackendUnavailable(f"cannot query image {ref} in the Docker engine: {exc}") from None
