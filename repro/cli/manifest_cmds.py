@@ -134,7 +134,7 @@ def cmd_stacks(args: argparse.Namespace) -> int:
                      f"{s.mpi.implementation} {s.mpi.version}", s.python, s.tensorflow.version,
                      s.horovod.version, loaded.hash, status])
     headers = ["stack", "os", "cuda", "cudnn", "mpi", "python", "tensorflow", "horovod", "hash", "status"]
-    print(tabulate(rows, headers=headers))
+    print(tabulate(rows, headers=headers, disable_numparse=True))  # versions are text: 3.10 is not 3.1
     return 0
 
 

@@ -217,3 +217,11 @@ def test_show_json_hash_is_the_same_from_another_directory_and_process(tmp_path)
 def test_tf114_cuda10_hash_is_pinned():
     """A change here means every stored image tag and result key moves: make it on purpose."""
     assert load_stack(STACKS / "tf114-cuda10.yaml").hash == "158c4320f69c"
+
+
+def test_stacks_table_prints_versions_as_written(capsys):
+    from repro.cli import main
+
+    assert main(["stacks", str(STACKS)]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("tf215-cuda122"))
+    assert " 3.10 " in line and "12.2.2" in line and "2.15.1" in line
