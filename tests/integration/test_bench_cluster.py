@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from repro.results.store import Store
 
@@ -99,6 +100,32 @@ def test_lost_host_fails_the_point_in_bounded_time_and_resume_completes(store, c
     assert sorted((r.settings.workers, r.status) for r in after) == [(1, "ok"), (2, "failed"), (2, "ok")]
     for host in cluster.hosts:
         assert repro_containers(host.docker_host) == []
+
+
+def test_host_runtime_across_hosts_refuses_mismatched_software_then_runs(cluster, tmp_path):
+    """The bare-metal path: the hosts' own TensorFlow, Horovod and MPI, checked against the stack first."""
+    store = tmp_path / "store"
+    args = ["bench", "--stack", STACK, "--runtime", "host", "--workers", "2", "--warmup-steps", "1", "--steps", "3",
+            "--batch-size", "8", "--store", str(store)]
+    # as generated, the hosts' python3 is Debian's own, without TensorFlow: refused, host by host
+    refused = repro(*args, "--hosts", str(cluster.inventory), check=False)
+    assert refused.returncode != 0
+    assert "refusing the host runtime" in refused.stderr and "h1: TensorFlow is not importable" in refused.stderr
+    assert not (store / "runs").exists()
+
+    # point the hosts at repro's own environment (the test hosts share the filesystem) and give mpirun
+    # on h1 the cluster key and known_hosts to reach h2 with
+    inventory = yaml.safe_load(cluster.inventory.read_text())
+    for host in inventory["all"]["children"]["workers"]["hosts"].values():
+        host.update(repro_python=sys.executable, repro_launch_key=str(cluster.key),
+                    repro_launch_known_hosts=str(cluster.known_hosts))
+    bare_metal = tmp_path / "bare-metal.yml"
+    bare_metal.write_text(yaml.safe_dump(inventory))
+    repro(*args, "--hosts", str(bare_metal))
+    (rec,) = Store(store).records()
+    assert rec.status == "ok" and rec.runtime == "host"
+    assert sorted(r.host for r in rec.ranks) == ["h1", "h2"]
+    assert set(rec.lock["hosts"]) == {"h1", "h2"} and rec.lock["hosts"]["h2"]["tensorflow"] == "2.15.1"
 
 
 MPI4PY_ALLREDUCE = textwrap.dedent("""
