@@ -29,7 +29,8 @@ def link_gbps(record: RunRecord) -> float | None:
     speeds = []
     for host in record.hosts:
         facts = record.facts.get(host.name) or {}
-        value = facts.get("link_gbps")
+        # repro.facts/1 keeps the speed of the host's MPI/NCCL interface (repro_interface) there
+        value = (facts.get("interface") or {}).get("link_gbps")
         if isinstance(value, (int, float)) and value > 0:
             speeds.append(float(value))
     return min(speeds) if speeds else None

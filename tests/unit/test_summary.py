@@ -15,7 +15,9 @@ def allreduce_record(backend: str, link: float | None = None) -> RunRecord:
         results.append({"dtype": "fp32", "elements": elements, "bytes": size, "latencies": [latency] * 3,
                         "latency_median": latency, "algbw_median": size / latency,
                         "busbw_median": size / latency})
-    facts = {"h1": {"link_gbps": link}, "h2": {"link_gbps": link}} if link else {}
+    # host facts as `repro prepare` stores them (repro.facts/1): the speed is the MPI/NCCL interface's
+    facts = {h: {"format": "repro.facts/1", "interface": {"name": "eth0", "link_gbps": link}} for h in ("h1", "h2")}
+    facts = facts if link else {}
     return RunRecord(id=f"r-{backend}", created="2026-11-22T00:00:00+00:00", status="ok",
                      stack=StackRef(name="cpu", hash="abc"),
                      settings=Settings(workload="allreduce", workers=2, hosts=2, backend=backend),
