@@ -44,6 +44,11 @@ class Result:
         return "\n".join(text[-lines:])
 
 
+def docker_argv(host: Host, *args: str) -> list[str]:
+    """The docker CLI aimed at the host's own engine (its repro_docker_host), as run on that host."""
+    return ["docker", "-H", host.docker_host, *args]
+
+
 def reachable(host: Host, timeout: float = 3.0) -> bool:
     """Whether the host's SSH port accepts a TCP connection (always true for a local host)."""
     if host.local:

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 import jinja2
 
-from repro.manifest.compat import table, vtuple
+from repro.manifest.compat import mm, table, vtuple
 from repro.manifest.schema import Stack
 
 DEFAULT_TEMPLATES = Path(__file__).resolve().parents[2] / "docker"
@@ -171,7 +171,7 @@ class Nccl(Block):
     @property
     def package_version(self) -> str:
         v = self.version if "-" in self.version else f"{self.version}-1"
-        return f"{v}+cuda{_mm(self.cuda)}"
+        return f"{v}+cuda{mm(self.cuda)}"
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ class Cudnn(Block):
     @property
     def package_version(self) -> str:
         full = CUDNN_BUILDS.get(self.version, self.version if self.version.count(".") >= 3 else self.version + ".*")
-        return f"{full}-1+cuda{_mm(self.cuda)}"
+        return f"{full}-1+cuda{mm(self.cuda)}"
 
 
 @dataclass(frozen=True)
@@ -331,10 +331,6 @@ class Workloads(Block):
 # -- configuring blocks from a stack ---------------------------------------------------------------
 
 
-def _mm(version: str) -> str:
-    return ".".join(version.split(".")[:2])
-
-
 def _os_key(stack: Stack) -> str:
     return f"{stack.os.distro}{stack.os.version}"
 
@@ -384,7 +380,7 @@ def building_blocks(stack: Stack, options: RenderOptions | None = None) -> tuple
     compiles = hvd_wheel is None  # Horovod from source needs headers of Python and MPI
 
     py2 = s.python.startswith("2")
-    in_distro = _mm(s.python) in pythons
+    in_distro = mm(s.python) in pythons
     python = Python(
         version=s.python,
         origin=f"{s.os.distro} {s.os.version}" if in_distro else "deadsnakes PPA",

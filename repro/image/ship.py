@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from repro.errors import HostError, ImageError, ReproError
 from repro.hosts.inventory import Host
-from repro.hosts.remote import Remote
+from repro.hosts.remote import Remote, docker_argv
 
 if TYPE_CHECKING:
     import docker
@@ -64,14 +64,10 @@ def describe(tag: str, hosts: Sequence[Host]) -> str:
     return "\n".join(lines)
 
 
-def _docker(host: Host, *args: str) -> list[str]:
-    return ["docker", "-H", host.docker_host, *args]
-
-
 def remote_image_id(remote: Remote, ref: str) -> str | None:
     """The id of `ref` in the host's engine, or None; HostError when the engine does not answer."""
     host = remote.host
-    res = remote.run(_docker(host, "image", "inspect", "--format", "{{.Id}}", ref), timeout=INSPECT_TIMEOUT_S)
+    res = remote.run(docker_argv(host, "image", "inspect", "--format", "{{.Id}}", ref), timeout=INSPECT_TIMEOUT_S)
     if res.ok:
         return res.stdout.strip() or None
     if "no such" in (res.stderr + res.stdout).lower():
@@ -94,7 +90,7 @@ class _Counted:
 
 def _save_load(client: docker.DockerClient, remote: Remote, tag: str) -> int:
     stream = _Counted(client.api.get_image(tag, chunk_size=1 << 20))
-    res = remote.run(_docker(remote.host, "load"), input=iter(stream), timeout=LOAD_TIMEOUT_S)
+    res = remote.run(docker_argv(remote.host, "load"), input=iter(stream), timeout=LOAD_TIMEOUT_S)
     if not res.ok:
         raise HostError(f"{remote.host.name}: docker load failed: {res.tail(5)}", host=remote.host.name)
     return stream.bytes
@@ -112,7 +108,7 @@ def _push(client: docker.DockerClient, tag: str, registry: str) -> str:
 
 def _pull(remote: Remote, ref: str, tag: str) -> None:
     host = remote.host
-    for argv in (_docker(host, "pull", ref), _docker(host, "tag", ref, tag)):
+    for argv in (docker_argv(host, "pull", ref), docker_argv(host, "tag", ref, tag)):
         res = remote.run(argv, timeout=LOAD_TIMEOUT_S)
         if not res.ok:
             raise HostError(f"{host.name}: `{' '.join(argv[3:])}` failed: {res.tail(5)}", host=host.name)

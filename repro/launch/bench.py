@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from repro.errors import CompatibilityError, Interrupted, LaunchError
+from repro.errors import CompatibilityError, Interrupted
 from repro.hosts.inventory import Inventory
 from repro.launch import collect
 from repro.launch.plan import LaunchPlan, place, plan_point
@@ -79,18 +79,6 @@ def choose_runtime(inventory: Inventory, requested: str | None) -> str:
     return "host" if inventory.local_only else "docker"
 
 
-def _image_tag(store: Store, loaded: LoadedStack) -> tuple[str, dict | None]:
-    lock = store.lock(loaded.hash)
-    if not lock:
-        raise LaunchError(f"no image for stack {loaded.stack.name} ({loaded.hash}) in {store.root}",
-                          hint=f"build and ship it first: repro up {loaded.file} --hosts INVENTORY")
-    image = lock.get("image", {})
-    tag = image.get("tag") if isinstance(image, dict) else None
-    if not tag:
-        raise LaunchError(f"the lock of stack {loaded.stack.name} names no image tag ({store.lock_path(loaded.hash)})")
-    return tag, lock
-
-
 def _done(store: Store, stack_hash: str, sweep: str) -> set[tuple[str, int]]:
     done = set()
     for r in store.records(stack_hash=stack_hash):
@@ -131,7 +119,10 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
 
             image = plan_build(loaded, check_inputs=False).tag  # what `repro up` would build
         else:
-            image, lock = _image_tag(store, loaded)
+            from repro.image.lock import image_tag, read_lock
+
+            lock = read_lock(store, loaded)
+            image = image_tag(lock)
     ssh_port = stack.container.ssh_port
     facts = store.facts(inventory.path)
     # pass the HCAs into the containers where the inventory says so or `repro prepare` found some

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from repro.errors import HostError, LaunchError
 from repro.hosts.inventory import Host
-from repro.hosts.remote import Remote, RemoteProcess, reachable
+from repro.hosts.remote import Remote, RemoteProcess, docker_argv, reachable
 from repro.launch.plan import LAUNCH_KEY, LAUNCH_KNOWN_HOSTS, ContainerPlan, LaunchPlan
 from repro.manifest.schema import Stack
 
@@ -217,23 +217,21 @@ class DockerRuntime:
         self.image = image
 
     # -- helpers
-    @staticmethod
-    def _docker(host: Host, *args: str) -> list[str]:
-        return ["docker", "-H", host.docker_host, *args]
-
     def _on(self, host: Host, argv: list[str], *, timeout: float = 120, data: bytes | None = None, check=True):
         with Remote(host) as remote:
             return remote.run(argv, timeout=timeout, input=data, check=check)
 
     def prepare(self, hosts: list[Host], backend: str) -> dict:
         """Check that every host's engine holds the image; returns the image ids found."""
+        from repro.image.ship import remote_image_id
+
         ids = {}
         missing = []
         for host in hosts:
-            res = self._on(host, self._docker(host, "image", "inspect", "--format", "{{.Id}}", self.image),
-                           check=False)
-            if res.ok:
-                ids[host.name] = res.stdout.strip()
+            with Remote(host) as remote:
+                found = remote_image_id(remote, self.image)  # HostError if the engine does not answer
+            if found:
+                ids[host.name] = found
             else:
                 missing.append(host.name)
         if missing:
@@ -246,13 +244,13 @@ class DockerRuntime:
         removed = []
         for host in hosts:
             try:
-                res = self._on(host, self._docker(host, "ps", "-aq", "--filter", "label=repro.managed=1"),
+                res = self._on(host, docker_argv(host, "ps", "-aq", "--filter", "label=repro.managed=1"),
                                timeout=60, check=False)
             except HostError:
                 continue
             ids = res.stdout.split()
             if ids:
-                self._on(host, self._docker(host, "rm", "--force", *ids), timeout=120, check=False)
+                self._on(host, docker_argv(host, "rm", "--force", *ids), timeout=120, check=False)
                 removed += [f"{host.name}:{i}" for i in ids]
         return removed
 
@@ -283,22 +281,22 @@ class DockerRuntime:
         known: list[str] = []
         for c in plan.containers:
             self._on(c.host, c.run_argv, timeout=120)
-            self._on(c.host, self._docker(c.host, "exec", "-i", c.name, *write, "/root/.ssh/authorized_keys"),
+            self._on(c.host, docker_argv(c.host, "exec", "-i", c.name, *write, "/root/.ssh/authorized_keys"),
                      data=public + b" repro-launch\n")
-            keys = self._on(c.host, self._docker(c.host, "exec", c.name, "sh", "-c",
+            keys = self._on(c.host, docker_argv(c.host, "exec", c.name, "sh", "-c",
                                                  "cat /etc/ssh/ssh_host_*_key.pub"), timeout=60)
             for line in keys.stdout.splitlines():
                 parts = line.split()
                 if len(parts) >= 2:
                     known.append(f"[{c.host.address}]:{port} {parts[0]} {parts[1]}")
         first = plan.containers[0]
-        self._on(first.host, self._docker(first.host, "exec", "-i", first.name, *write, LAUNCH_KEY), data=private)
-        self._on(first.host, self._docker(first.host, "exec", "-i", first.name, *write, LAUNCH_KNOWN_HOSTS),
+        self._on(first.host, docker_argv(first.host, "exec", "-i", first.name, *write, LAUNCH_KEY), data=private)
+        self._on(first.host, docker_argv(first.host, "exec", "-i", first.name, *write, LAUNCH_KNOWN_HOSTS),
                  data=("\n".join(known) + "\n").encode())
         # every other container's sshd must accept the launch key before mpirun tries it
         for c in plan.containers[1:]:
             deadline = time.monotonic() + SSHD_WAIT
-            probe = self._docker(first.host, "exec", first.name, "ssh", "-p", str(port), "-i", LAUNCH_KEY,
+            probe = docker_argv(first.host, "exec", first.name, "ssh", "-p", str(port), "-i", LAUNCH_KEY,
                                  "-o", f"UserKnownHostsFile={LAUNCH_KNOWN_HOSTS}", "-o", "StrictHostKeyChecking=yes",
                                  "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", c.host.address, "true")
             while True:
@@ -312,7 +310,7 @@ class DockerRuntime:
 
     def _containers_alive(self, plan: LaunchPlan) -> str | None:
         for c in plan.containers:
-            res = self._on(c.host, self._docker(c.host, "inspect", "--format", "{{.State.Running}}", c.name),
+            res = self._on(c.host, docker_argv(c.host, "inspect", "--format", "{{.State.Running}}", c.name),
                            timeout=20, check=False)
             if res.ok and res.stdout.strip() != "true":
                 return f"the worker container on {c.host.name} is no longer running"
@@ -337,7 +335,7 @@ class DockerRuntime:
             first = plan.containers[0]
             env = [a for k, v in sorted(plan.env.items()) for a in ("--env", f"{k}={v}")]
             with Remote(first.host) as remote:
-                proc = remote.start(self._docker(first.host, "exec", *env, first.name, *plan.launch_argv))
+                proc = remote.start(docker_argv(first.host, "exec", *env, first.name, *plan.launch_argv))
                 try:
                     with _Watch(hosts, lambda: self._containers_alive(plan)) as watch:
                         code, failure = _supervise(proc, watch, timeout, started)
