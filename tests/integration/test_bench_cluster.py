@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from repro.results.store import Store
+from tests.integration.cli import run_repro
 
 pytestmark = [pytest.mark.cluster, pytest.mark.docker, pytest.mark.tf]
 
@@ -22,11 +23,7 @@ STACK = "stacks/cpu-tf215.yaml"
 
 
 def repro(*args: str, timeout: float = 1800, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "repro", *args], cwd=ROOT, text=True, capture_output=True,
-                          timeout=timeout, check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"repro {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+    return run_repro(*args, timeout=timeout, check=check)
 
 
 def repro_containers(docker_host: str) -> list[str]:

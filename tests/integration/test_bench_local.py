@@ -17,6 +17,7 @@ from repro.launch.bench import BenchOptions, bench
 from repro.launch.points import SweepSpec
 from repro.manifest import load_stack
 from repro.results.store import Store
+from tests.integration.cli import run_repro
 
 pytestmark = pytest.mark.tf
 
@@ -27,11 +28,7 @@ FAST = ["--warmup-steps", "1", "--steps", "4", "--batch-size", "8"]
 
 
 def repro(*args: str, store: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "repro", *args, "--store", str(store)], cwd=ROOT, text=True,
-                          capture_output=True, timeout=timeout, check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"repro {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+    return run_repro(*args, "--store", str(store), timeout=timeout, check=check)
 
 
 def no_workers_left() -> bool:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.integration.cli import run_repro
 
 pytestmark = pytest.mark.tf
 
@@ -16,11 +17,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def repro(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "repro", *args], cwd=ROOT, text=True, capture_output=True,
-                          timeout=900, check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"repro {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+    return run_repro(*args, check=check)
 
 
 @pytest.fixture(scope="module")
