@@ -1,32 +1,82 @@
-"""`repro bench`: run a benchmark sweep on an inventory's hosts and store every run."""
+"""`repro bench`: run a benchmark sweep on an inventory's hosts and store every run.
+
+Choices and help come from the registries (runtimes, launchers, schedulers, workloads) and from each
+workload's spec; every value is checked before anything starts (repro.launch.points.resolve).
+List flags accumulate: `--workers 1 --workers 2` is `--workers 1,2`.
+"""
 
 from __future__ import annotations
 
 import argparse
 
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got '{text}'") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got '{text}'")
-    return values
+from repro.cli.progress import LiveProgress
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
+def _split(values: list[str] | None) -> list[str]:
+    return [x.strip() for raw in values or () for x in str(raw).split(",") if x.strip()]
 
 
-def _onoff(text: str) -> tuple[bool, ...]:
+def _ints(flag: str, values: list[str] | None, *, minimum: int = 1) -> tuple[int, ...]:
+    from repro.errors import InputError
+
+    out = []
+    for v in _split(values):
+        try:
+            n = int(v)
+        except ValueError:
+            raise InputError(f"{flag}: expected whole numbers, found '{v}'") from None
+        if n < minimum:
+            raise InputError(f"{flag}: expected whole numbers >= {minimum}, found '{v}'")
+        out.append(n)
+    return tuple(out)
+
+
+def _onoff(values: list[str] | None) -> tuple[bool, ...]:
+    from repro.errors import InputError
+
     table = {"on": (True,), "off": (False,), "both": (False, True), "true": (True,), "false": (False,)}
-    if text.lower() not in table:
-        raise argparse.ArgumentTypeError("expected on, off or both")
-    return table[text.lower()]
+    out: list[bool] = []
+    for v in _split(values):
+        if v.lower() not in table:
+            raise InputError(f"--xla: expected on, off or both, found '{v}'")
+        out += [x for x in table[v.lower()] if x not in out]
+    return tuple(out)
+
+
+def _once(values: list[str] | None, flag: str) -> str | None:
+    from repro.errors import InputError
+
+    if not values:
+        return None
+    if len(set(values)) > 1:
+        raise InputError(f"{flag} given {len(values)} times with different values ({', '.join(values)}); "
+                         "it takes one value")
+    return values[-1]
+
+
+def _workload_options(p: argparse.ArgumentParser) -> None:
+    """One argument group per workload with its own options (declared in its spec)."""
+    from repro.launch.workloads import WORKLOADS
+    from repro.workloads.catalog import spec_of
+
+    seen: set[str] = set()
+    for name in WORKLOADS.names():
+        options = [o for o in spec_of(name).extra_options if o.name not in seen]
+        if not options:
+            continue
+        g = p.add_argument_group(f"{name} (--workload {name})")
+        for o in options:
+            seen.add(o.name)
+            default = "" if o.default is None else f" (default {o.default})"
+            g.add_argument(o.flag, dest=f"x_{o.name}", action="append", metavar="V", help=f"{o.help}{default}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from repro.launch.launchers import LAUNCHERS
+    from repro.launch.runtimes import RUNTIMES
+    from repro.launch.schedulers import SCHEDULERS
+    from repro.launch.workloads import WORKLOADS
+
     p = sub.add_parser(
         "bench", help="run a benchmark sweep on an inventory's hosts",
         description="Launch the stack's benchmark on the hosts of an inventory (1 -> N workers, weak or strong "
@@ -35,121 +85,94 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stack", required=True, metavar="STACK", help="stack manifest")
     p.add_argument("--hosts", default="inventories/localhost", metavar="INVENTORY",
                    help="Ansible inventory (default: inventories/localhost)")
-    p.add_argument("--runtime", choices=("docker", "host"), default=None,
-                   help="docker: worker containers from the stack's image; host: the hosts' own software "
-                   "(default: host for a local inventory, else docker)")
-    p.add_argument("--workload", choices=("cnn", "tf_cnn_benchmarks", "allreduce", "tta"), default=None,
-                   help="default: the stack's benchmark.workload")
-    g = p.add_argument_group("sweep")
-    g.add_argument("--workers", type=_ints, default=(1,), help="worker counts, e.g. 1,2,4,8 (default 1)")
-    g.add_argument("--model", type=_words, default=(), help="models, comma-separated (default: the stack's)")
-    g.add_argument("--batch-size", type=_ints, default=(), help="per-worker batch (weak) or global batch (strong)")
-    g.add_argument("--scaling", choices=("weak", "strong"), default="weak")
-    g.add_argument("--precision", type=_words, default=(), help="fp32, fp16 or fp32,fp16")
-    g.add_argument("--xla", type=_onoff, default=(), help="on, off or both (default: the stack's)")
-    g.add_argument("--data-format", choices=("NCHW", "NHWC"), default=None)
-    g.add_argument("--data", default="synthetic",
+    p.add_argument("--runtime", choices=RUNTIMES.names(), default=None,
+                   help=f"{RUNTIMES.describe()} (default: host for a local inventory, else docker)")
+    p.add_argument("--launcher", choices=LAUNCHERS.names(), default=None,
+                   help=f"{LAUNCHERS.describe()} (default: the one the Horovod controller needs)")
+    p.add_argument("--scheduler", choices=SCHEDULERS.names(), default="direct", help=SCHEDULERS.describe())
+    p.add_argument("--workload", choices=WORKLOADS.names(), default=None,
+                   help=f"{WORKLOADS.describe()} (default: the stack's benchmark.workload)")
+    g = p.add_argument_group("sweep (list flags take comma lists and accumulate when repeated)")
+    g.add_argument("--workers", action="append", metavar="N,...", help="worker counts, e.g. 1,2,4,8 (default 1)")
+    g.add_argument("--model", action="append", metavar="M,...", help="models (default: the stack's)")
+    g.add_argument("--batch-size", action="append", metavar="B,...",
+                   help="per-worker batch (weak) or global batch (strong)")
+    g.add_argument("--scaling", choices=("weak", "strong"), default="weak", help="(default weak)")
+    g.add_argument("--precision", action="append", metavar="P,...", help="fp32, fp16 or fp32,fp16")
+    g.add_argument("--xla", action="append", metavar="on|off|both", help="(default: the stack's)")
+    g.add_argument("--data-format", action="append", metavar="F", help="NHWC or NCHW")
+    g.add_argument("--data", action="append", metavar="D",
                    help="synthetic, real (the inventory's repro_dataset_dir) or a directory on the hosts")
-    g.add_argument("--threads", type=_ints, default=(None,), help="intra-op threads per worker to sweep (CPU)")
-    g.add_argument("--warmup-steps", type=int, default=None)
-    g.add_argument("--steps", type=int, default=None)
-    g.add_argument("--repeats", type=int, default=1)
-    g.add_argument("--backends", type=_words, default=("mpi",), help="Horovod controllers: mpi, gloo or mpi,gloo")
-    a = p.add_argument_group("all-reduce (--workload allreduce)")
-    a.add_argument("--min-exp", type=float, default=None)
-    a.add_argument("--max-exp", type=float, default=None)
-    a.add_argument("--num", type=int, default=None)
-    a.add_argument("--sizes", default=None, help="explicit element counts, comma-separated")
-    a.add_argument("--iterations", type=int, default=None)
-    a.add_argument("--warmup", type=int, default=None)
-    a.add_argument("--dtypes", default=None, help="fp32,fp16")
-    a.add_argument("--link-gbps", type=float, default=None,
-                   help="link speed to compare bus bandwidth with (default: from the hosts' facts)")
-    t = p.add_argument_group("time to accuracy (--workload tta)")
-    t.add_argument("--dataset", default=None, help="digits, cifar10:DIR or imagenet:DIR")
-    t.add_argument("--target-accuracy", type=float, default=None)
-    t.add_argument("--max-epochs", type=int, default=None)
-    t.add_argument("--max-seconds", type=float, default=None)
+    g.add_argument("--threads", action="append", metavar="T,...", help="intra-op threads per worker to sweep (CPU)")
+    g.add_argument("--warmup-steps", action="append", metavar="N")
+    g.add_argument("--steps", action="append", metavar="N")
+    g.add_argument("--repeats", action="append", metavar="N", help="runs of every point (default 1)")
+    g.add_argument("--backends", action="append", metavar="C,...", help="Horovod controllers: mpi, gloo or mpi,gloo")
+    _workload_options(p)
     r = p.add_argument_group("running")
     r.add_argument("--timeout", type=float, default=1800.0, help="time limit per point, seconds (default 1800)")
     r.add_argument("--resume", action="store_true", help="run only what is missing or failed in this sweep")
     r.add_argument("--dry-run", action="store_true", help="print every command on every host; run nothing")
     r.add_argument("--store", default=None, help="results directory (default: $REPRO_STORE or ./results)")
-    r.add_argument("--plot", default=None, metavar="FILE", help="all-reduce: latency/bandwidth plot (png or svg)")
+    r.add_argument("--plot", default=None, metavar="FILE", help="all-reduce: latency/bandwidth plot (.png or .svg)")
+    r.add_argument("--link-gbps", type=float, default=None,
+                   help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
     p.set_defaults(handler=cmd_bench)
 
 
-class LiveProgress:
-    """A live bar on a terminal: the sweep's position, the running point, time elapsed; results above it."""
+def sweep_spec(args: argparse.Namespace):
+    """The SweepSpec the flags ask for (values checked against the workload later, in points.resolve)."""
+    from repro.launch.points import SweepSpec
 
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    def one_int(flag: str, values: list[str] | None, minimum: int) -> int | None:
+        v = _once(values, flag)
+        return None if v is None else _ints(flag, [v], minimum=minimum)[0]
 
-        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-        self.task = None
-
-    def __enter__(self) -> LiveProgress:
-        self.bar.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.bar.stop()
-
-    def message(self, text: str) -> None:
-        self.bar.console.print(text, markup=False, highlight=False)
-
-    def running(self, n: int, total: int, label: str, where: str) -> None:
-        if self.task is None:
-            self.task = self.bar.add_task("", total=total)
-        self.bar.update(self.task, description=f"{label} on {where}", completed=n - 1)
-
-    def finished(self, n: int, total: int, label: str, summary: str) -> None:
-        self.message(f"{label}: {summary}")
-        if self.task is None:
-            self.task = self.bar.add_task("", total=total)
-        self.bar.update(self.task, completed=n)
+    extra = {k[2:]: _once(v, "--" + k[2:].replace("_", "-")) for k, v in vars(args).items()
+             if k.startswith("x_") and v}
+    return SweepSpec(
+        workload=args.workload, workers=_ints("--workers", args.workers) or (1,), models=tuple(_split(args.model)),
+        batch_sizes=_ints("--batch-size", args.batch_size), precisions=tuple(_split(args.precision)),
+        xla=_onoff(args.xla), data_format=_once(args.data_format, "--data-format"), data=_once(args.data, "--data"),
+        scaling=args.scaling, threads=_ints("--threads", args.threads, minimum=0) or (None,),
+        warmup_steps=one_int("--warmup-steps", args.warmup_steps, 0), steps=one_int("--steps", args.steps, 1),
+        backends=tuple(_split(args.backends)) or ("mpi",), extra=extra)
 
 
-def _extra(args: argparse.Namespace) -> dict:
-    keys = {"allreduce": ("min_exp", "max_exp", "num", "sizes", "iterations", "warmup", "dtypes"),
-            "tta": ("dataset", "target_accuracy", "max_epochs", "max_seconds")}
-    out = {}
-    for group in keys.values():
-        for k in group:
-            if getattr(args, k) is not None:
-                out[k] = getattr(args, k)
-    return out
+def options(args: argparse.Namespace):
+    """BenchOptions from the flags, checked."""
+    import math
+
+    from repro.errors import InputError
+    from repro.pipeline.bench import BenchOptions
+
+    repeats = _ints("--repeats", [_once(args.repeats, "--repeats") or "1"])[0]
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise InputError(f"--timeout: expected a positive number of seconds, found {args.timeout:g}")
+    if args.link_gbps is not None and (not math.isfinite(args.link_gbps) or args.link_gbps <= 0):
+        raise InputError(f"--link-gbps: expected a positive number, found {args.link_gbps:g}")
+    if args.plot and not args.plot.lower().endswith((".png", ".svg")):
+        raise InputError(f"--plot {args.plot}: expected a .png or .svg file name")
+    return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
+                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from repro.errors import InputError
-    from repro.hosts.inventory import load_inventory
-    from repro.launch.bench import BenchOptions, bench
-    from repro.launch.points import SweepSpec
-    from repro.manifest import load_stack
-    from repro.results.store import Store
-
-    if args.repeats < 1:
-        raise InputError("--repeats must be >= 1")
-    loaded = load_stack(args.stack)
-    inventory = load_inventory(args.hosts)
-    spec = SweepSpec(
-        workload=args.workload, workers=args.workers, models=args.model, batch_sizes=args.batch_size,
-        precisions=args.precision, xla=args.xla, data_format=args.data_format, data=args.data,
-        scaling=args.scaling, threads=args.threads, warmup_steps=args.warmup_steps, steps=args.steps,
-        backends=args.backends, extra=_extra(args),
-    )
-    options = BenchOptions(runtime=args.runtime, repeats=args.repeats, timeout=args.timeout, resume=args.resume,
-                           dry_run=args.dry_run)
     import contextlib
     import sys
 
+    from repro.hosts.inventory import load_inventory
+    from repro.manifest import load_stack
+    from repro.pipeline.bench import bench
+    from repro.results.store import Store
+
+    spec, opts = sweep_spec(args), options(args)  # every flag checked before anything is read or started
+    loaded = load_stack(args.stack)
+    inventory = load_inventory(args.hosts)
     store = Store(args.store)
     live = LiveProgress() if sys.stderr.isatty() and not args.dry_run else None
     with live or contextlib.nullcontext():
-        result = bench(loaded, inventory, spec, options, store, live)
+        result = bench(loaded, inventory, spec, opts, store, live)
     if args.dry_run:
         for plan in result.plans:
             print("\n".join(plan.describe()))
@@ -163,20 +186,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _report(records, store, args) -> None:
     from repro.results import summary as report
+    from repro.workloads.catalog import kind_of
 
     if not records:
         print("nothing to run: every point of this sweep is already stored (--resume)")
         return
     print(f"\nstored {len(records)} run(s) in {store.root}")
-    workload = records[0].settings.workload
-    if workload in ("cnn", "tf_cnn_benchmarks"):
+    kind = kind_of(records[0].settings.workload)
+    if kind == "throughput":
         print(report.scaling_report(records))
-    elif workload == "allreduce":
+    elif kind == "allreduce":
         print(report.allreduce_report(records, link_gbps=args.link_gbps))
         if args.plot:
             from repro.results.allreduce_plot import plot_allreduce
 
             plot_allreduce(records, args.plot, link_gbps=args.link_gbps)
             print(f"plot: {args.plot}")
-    elif workload == "tta":
+    elif kind == "tta":
         print(report.tta_report(records))

@@ -81,18 +81,12 @@ def options_from(args: argparse.Namespace):
 def cmd_compare(args: argparse.Namespace) -> int:
     import sys
 
-    from repro.compare import compare
     from repro.compare.render import render
-    from repro.compare.select import select
+    from repro.pipeline.compare import compare
     from repro.results.store import Store
 
-    options = options_from(args)
-    store = Store(args.store)
-    filters = filters_from(args)
-    old = select(args.old, store, filters)
-    new = select(args.new, store, filters)
-    result = compare(old.records, new.records, options, old_description=old.description,
-                     new_description=new.description)
+    result = compare(args.old, args.new, store=Store(args.store), filters=filters_from(args),
+                     options=options_from(args)).comparison
     sys.stdout.write(render(result, args.format))
     if args.plot:
         from repro.compare.plot import plot

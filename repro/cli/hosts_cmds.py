@@ -95,7 +95,8 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from repro.errors import HostError, InputError
-    from repro.hosts.prepare import parse_extra_vars, parse_tags, prepare
+    from repro.hosts.prepare import parse_extra_vars, parse_tags
+    from repro.pipeline.prepare import prepare
 
     if args.check_only and (args.tags or args.check):
         raise InputError("--check-only runs only the facts playbook; it takes no --tags or --check")

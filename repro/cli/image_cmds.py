@@ -80,20 +80,12 @@ def _options(args: argparse.Namespace):
 
 
 def _validated(path: str):
-    """Load the stack; compatibility errors stop here, warnings are printed."""
-    from repro.errors import CompatibilityError
+    """Load the stack; compatibility errors stop here (the one gate policy), warnings are printed."""
     from repro.manifest import load_stack
-    from repro.manifest.compat import ERROR, WARNING, check
+    from repro.pipeline.gate import admit
 
     loaded = load_stack(path)
-    findings = check(loaded)
-    for f in findings:
-        if f.severity in (ERROR, WARNING):
-            print(f.render(), file=sys.stderr)
-    errors = [f for f in findings if f.severity == ERROR]
-    if errors:
-        raise CompatibilityError(f"{path}: {len(errors)} compatibility error{'s' if len(errors) != 1 else ''}; "
-                                 "nothing was built", hint="`repro validate` explains each one")
+    admit(loaded, action="built", show=lambda text: print(text, file=sys.stderr))
     return loaded
 
 
@@ -111,16 +103,17 @@ def _write_apptainer(target: Path, loaded, plan) -> None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     from repro.errors import HostError
+    from repro.hosts import ship
     from repro.hosts.inventory import load_inventory
-    from repro.image import ship
-    from repro.image.build import plan_build, up
+    from repro.image.build import plan_build
+    from repro.pipeline.up import up
     from repro.results.store import Store
 
     loaded = _validated(args.stack)
     options = _options(args)
     inventory = load_inventory(args.hosts) if args.hosts else None
+    plan = plan_build(loaded, options)  # hashes the whole build context: once per command
     if args.dry_run:
-        plan = plan_build(loaded, options)
         print(plan.describe())
         if inventory is not None:
             print()
@@ -130,13 +123,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         print("\n(dry run: nothing was built, verified, locked or shipped)")
         return 0
     if args.apptainer:
-        _write_apptainer(Path(args.apptainer), loaded, plan_build(loaded, options))
+        _write_apptainer(Path(args.apptainer), loaded, plan)
 
     def progress(line: str) -> None:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
-    result = up(loaded, store=Store(args.store), options=options, inventory=inventory, progress=progress)
+    result = up(loaded, store=Store(args.store), options=options, inventory=inventory, progress=progress, plan=plan)
     _summary(result)
     if result.failed_hosts:
         failed = result.failed_hosts
@@ -147,8 +140,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def _summary(result) -> None:
     lock, o = result.lock, result.outcome
-    v = lock.get("versions", {})
-    flags = [k for k in ("tensorflow", "mpi", "gloo", "nccl") if lock.get("horovod_build", {}).get(k)]
+    v = lock.versions
+    flags = [k for k in ("tensorflow", "mpi", "gloo", "nccl") if lock.horovod_build.get(k)]
     names = {"tensorflow": "TensorFlow", "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
     how = f"built in {o.seconds:.0f} s" if o.built else "already built (no build)"
     print(f"stack {result.plan.stack} ({result.plan.stack_hash}): image {o.tag}")
@@ -157,7 +150,7 @@ def _summary(result) -> None:
     found = ", ".join(f"{k} {v[k]}" for k in ("os", "python", "tensorflow", "horovod", "mpi", "cuda", "cudnn",
                                                "nccl", "ofed") if v.get(k))
     print(f"  found {found}; Horovod built with {', '.join(names[f] for f in flags) or 'nothing'}")
-    print(f"  sshd on port {lock['sshd']['port']}, {len(lock['sshd']['host_keys'])} host keys in the lock")
+    print(f"  sshd on port {lock.sshd.port}, {len(lock.sshd.host_keys)} host keys in the lock")
     if result.shipping:
         print("hosts:")
         for r in result.shipping:

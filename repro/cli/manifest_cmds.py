@@ -37,15 +37,14 @@ def _validate_one(path: str, strict: bool):
     """(LoadedStack or None, findings, input error or None, failed?) for one file."""
     from repro.errors import ManifestError
     from repro.manifest import load_stack
-    from repro.manifest.compat import ERROR, WARNING, check
+    from repro.pipeline.gate import gate
 
     try:
         loaded = load_stack(path)
     except ManifestError as exc:
         return None, [], exc, True
-    findings = check(loaded)
-    bad = {ERROR, WARNING} if strict else {ERROR}
-    return loaded, findings, None, any(f.severity in bad for f in findings)
+    g = gate(loaded, strict=strict)
+    return loaded, list(g.findings), None, bool(g.blocking)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

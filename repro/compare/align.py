@@ -20,19 +20,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro.errors import ResultsError
+from repro.results.provenance import HostFacts
 from repro.results.record import RunRecord, Settings
+from repro.workloads.catalog import kind_of
 
 # Settings fields a point is aligned on, in display order. global_batch follows from batch x workers.
 FIELDS = ("workload", "model", "batch_per_worker", "precision", "xla", "data_format", "data", "workers", "hosts",
           "scaling", "threads", "backend")
 ALWAYS_KEYS = frozenset({"workers"})
-THROUGHPUT = "throughput"  # every workload but allreduce and tta measures items per second
-KINDS = {"allreduce": "allreduce", "tta": "tta"}
+THROUGHPUT = "throughput"  # the kind of workloads that measure items per second
 
 
 def kind(workload: str) -> str:
-    """The comparison a workload gets: 'throughput', 'allreduce' or 'tta'."""
-    return KINDS.get(workload, THROUGHPUT)
+    """The comparison a workload gets: its spec's kind ('throughput', 'allreduce', 'tta', ...)."""
+    return kind_of(workload)
 
 
 def setting(settings: Settings, name: str) -> Any:
@@ -210,46 +211,30 @@ def gpu_model(device: str) -> str:
     return text
 
 
-def _fact_values(facts: dict[str, Any], name: str) -> set[str]:
-    """A fact at the top level of record.facts or in any per-host mapping under it."""
-    out = set()
-    if isinstance(facts.get(name), (str, int, float)):
-        out.add(str(facts[name]))
-    for value in facts.values():
-        if isinstance(value, dict) and isinstance(value.get(name), (str, int, float)):
-            out.add(str(value[name]))
-    return out
-
-
-def _host_facts(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """The per-host facts `repro prepare` gathered (format repro.facts/1), as recorded with a run."""
-    return [v for v in facts.values() if isinstance(v, dict) and v.get("format") == "repro.facts/1"]
-
-
-def _link(host: dict[str, Any]) -> str | None:
+def _link(host: HostFacts) -> str | None:
     """'infiniband 100 Gb/s' from a host's MPI/NCCL interface and its kind."""
-    iface = host.get("interface")
-    if not isinstance(iface, dict) or not iface.get("name"):
+    iface = host.interface
+    if not iface.name:
         return None
-    kind = next((i.get("kind") for i in host.get("interfaces") or []
-                 if isinstance(i, dict) and i.get("name") == iface["name"]), None)
-    gbps = iface.get("link_gbps")
-    return f"{kind or iface['name']}" + (f" {gbps:g} Gb/s" if isinstance(gbps, (int, float)) else "")
+    kind = next((i.kind for i in host.interfaces if i.name == iface.name), None)
+    gbps = iface.link_gbps
+    return f"{kind or iface.name}" + (f" {gbps:g} Gb/s" if gbps is not None else "")
 
 
 def hardware(records: Sequence[RunRecord]) -> Hardware:
-    """The hardware of a side: GPU models from the ranks' device strings and the hosts' facts (or
-    facts['gpu'] for published figures), interconnects from the hosts' facts (the MPI/NCCL interface's
-    kind and link speed) or facts['interconnect'], systems from published figures, host counts."""
+    """The hardware of a side: GPU models from the ranks' device strings and the hosts' facts (or the declared
+    hardware of imported figures), interconnects from the hosts' facts (the MPI/NCCL interface's kind and
+    link speed) or the declared interconnect, systems from published figures, host counts."""
     gpus: set[str] = set()
     nets: set[str] = set()
     systems: set[str] = set()
     for r in records:
         gpus |= {gpu_model(rank.device) for rank in r.ranks if rank.device}
-        gpus |= _fact_values(r.facts, "gpu")
-        nets |= _fact_values(r.facts, "interconnect")
-        for host in _host_facts(r.facts):
-            gpus |= {g["name"] for g in host.get("gpus") or [] if isinstance(g, dict) and g.get("name")}
+        if r.hardware is not None:
+            gpus |= {r.hardware.gpu} if r.hardware.gpu else set()
+            nets |= {r.hardware.interconnect} if r.hardware.interconnect else set()
+        for host in r.facts.values():
+            gpus |= {g.name for g in host.gpus if g.name}
             link = _link(host)
             if link:
                 nets.add(link)

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 from repro.compare import align as _align
 from repro.compare.align import Alignment, Change, Group, Hardware
-from repro.compare.allreduce import AllreduceRow, allreduce_rows
+from repro.compare.allreduce import AllreduceRow
 from repro.compare.diff import Changes, changes
-from repro.compare.throughput import ModelSummary, Options, ThroughputRow, summaries, throughput_rows
-from repro.compare.tta import TtaRow, tta_rows
+from repro.compare.kinds import KINDS, KindRows
+from repro.compare.throughput import ModelSummary, Options, ThroughputRow, summaries
+from repro.compare.tta import TtaRow
 from repro.errors import ResultsError
 from repro.results.record import RunRecord
 
@@ -65,6 +66,7 @@ class Comparison:
     old_only: tuple[OneSided, ...]
     new_only: tuple[OneSided, ...]
     notes: tuple[str, ...] = ()
+    sections: dict[str, KindRows] | None = None  # every kind's rows, by kind name (plug-in kinds too)
 
     @property
     def regressions(self) -> tuple[ThroughputRow | AllreduceRow | TtaRow, ...]:
@@ -106,11 +108,12 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
     by_kind: dict[str, list[_align.Pair]] = {}
     for pair in alignment.pairs:
         by_kind.setdefault(_align.kind(pair.old.workload), []).append(pair)
-    thr_old = [r for r in old if _align.kind(r.settings.workload) == _align.THROUGHPUT]
-    thr_new = [r for r in new if _align.kind(r.settings.workload) == _align.THROUGHPUT]
-    throughput = throughput_rows(by_kind.get(_align.THROUGHPUT, []), thr_old, thr_new, options)
-    allreduce, notes = allreduce_rows(by_kind.get("allreduce", []), options)
-    tta = tta_rows(by_kind.get("tta", []), options)
+    sections = {name: KINDS.get(name).compare(pairs, old, new, options) for name, pairs in by_kind.items()}
+    empty = KindRows(())
+    throughput = sections.get("throughput", empty).rows
+    allreduce = sections.get("allreduce", empty).rows
+    tta = sections.get("tta", empty).rows
+    notes = tuple(n for part in sections.values() for n in part.notes)
     settings_changes = tuple(c for c in alignment.compared if c.path != "hosts" or not hw)
     return Comparison(
         old=old_info, new=new_info, options=options, keys=alignment.keys,
@@ -118,5 +121,5 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
         changes=changes(old, new, settings_changes, hw),
         throughput=throughput, summaries=summaries(throughput), allreduce=allreduce, tta=tta,
         old_only=_one_sided("OLD", alignment.old_only), new_only=_one_sided("NEW", alignment.new_only),
-        notes=notes,
+        notes=notes, sections=sections,
     )

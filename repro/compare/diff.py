@@ -74,10 +74,20 @@ def manifest_diff(old: Sequence[RunRecord], new: Sequence[RunRecord]) -> tuple[C
     return diff_flat(a, b, skip=LABELS)
 
 
+def found_software(record: RunRecord) -> dict[str, Any]:
+    """What was found where the ranks ran: the image's lock, or the software on each host (host runtime)."""
+    if record.image is not None:
+        return record.image.model_dump(mode="json")
+    if record.host_software:
+        return {"runtime": "host", "hosts": {h: sw.model_dump(mode="json", exclude_none=True)
+                                             for h, sw in record.host_software.items()}}
+    return {}
+
+
 def lock_diff(old: Sequence[RunRecord], new: Sequence[RunRecord]) -> tuple[Change, ...]:
-    """Differences of what was found in the images (record.lock), whatever keys it holds."""
-    a = _distinct([flatten(r.lock) for r in old if r.lock])
-    b = _distinct([flatten(r.lock) for r in new if r.lock])
+    """Differences of what was found in the images or on the hosts, whatever keys it holds."""
+    a = _distinct([flatten(found_software(r)) for r in old if found_software(r)])
+    b = _distinct([flatten(found_software(r)) for r in new if found_software(r)])
     return diff_flat(a, b)
 
 

@@ -58,152 +58,31 @@ import csv
 import io
 import json
 import re
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from repro.results.provenance import (
+    CPU,
+    FACTS_FORMAT,
+    GPU,
+    OS,
+    PCI,
+    CheckOutput,
+    Dataset,
+    Docker,
+    HostFacts,
+    IBPort,
+    Infiniband,
+    Interface,
+    Link,
+    Nvidia,
+)
 
-FORMAT = "repro.facts/1"
+FORMAT = FACTS_FORMAT
 RAW_FORMAT = "repro.facts.raw/1"
 PEER_MEMORY_MODULES = ("nv_peer_mem", "nvidia_peermem")
 
 # /sys/class/net/*/type (include/uapi/linux/if_arp.h)
 _ARPHRD = {"1": "ether", "32": "infiniband", "772": "loopback", "65534": "none"}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class OS(_Model):
-    id: str | None = None
-    version: str | None = None
-    name: str | None = None
-
-
-class CPU(_Model):
-    model: str | None = None
-    sockets: int | None = None
-    cores: int | None = None
-    threads: int | None = None
-
-
-class Interface(_Model):
-    name: str
-    kind: str | None = None  # ether, infiniband, loopback, none
-    driver_kind: str | None = None  # `ip -d` info_kind: veth, dummy, bridge ... (null for plain hardware NICs)
-    mac: str | None = None
-    mtu: int | None = None
-    state: str | None = None  # operstate: up, down, unknown (dummy and loopback interfaces that are up)
-    up: bool = False  # administratively up (flag UP)
-    speed_mbps: int | None = None
-    mode: str | None = None
-    addresses: list[str] = Field(default_factory=list)
-
-
-class Link(_Model):
-    name: str
-    present: bool = False
-    kind: str | None = None
-    state: str | None = None
-    up: bool = False
-    mtu: int | None = None
-    addresses: list[str] = Field(default_factory=list)
-    link_gbps: float | None = None
-    link_gbps_source: Literal["sysfs", "infiniband", "inventory"] | None = None
-
-
-class PCI(_Model):
-    mellanox: list[str] = Field(default_factory=list)
-    nvidia: list[str] = Field(default_factory=list)
-
-
-class GPU(_Model):
-    index: int
-    name: str | None = None
-    uuid: str | None = None
-    pci_bus_id: str | None = None
-    memory_mib: int | None = None
-    sm_clock_mhz: int | None = None
-    max_sm_clock_mhz: int | None = None
-    mem_clock_mhz: int | None = None
-    max_mem_clock_mhz: int | None = None
-    power_limit_w: float | None = None
-
-
-class Nvidia(_Model):
-    driver: str | None = None
-    cuda: str | None = None
-    topology: str | None = None
-
-
-class IBPort(_Model):
-    device: str
-    port: int
-    state: str | None = None
-    phys_state: str | None = None
-    rate_gbps: float | None = None
-    link_layer: str | None = None
-
-
-class Infiniband(_Model):
-    ofed: str | None = None
-    ports: list[IBPort] = Field(default_factory=list)
-
-
-class Docker(_Model):
-    installed: bool = False
-    client: str | None = None
-    server: str | None = None
-    reachable: bool = False
-    runtimes: list[str] = Field(default_factory=list)
-    default_runtime: str | None = None
-    error: str | None = None
-
-
-class Dataset(_Model):
-    path: str
-    exists: bool = False
-    mountpoint: str | None = None
-    source: str | None = None
-    fstype: str | None = None
-    read_only: bool | None = None
-
-
-class CheckOutput(_Model):
-    status: Literal["ok", "error", "timeout", "absent"]
-    rc: int | None = None
-    output: str = ""
-
-
-class HostFacts(_Model):
-    """Everything repro knows about one host after `repro prepare`; see the module docstring."""
-
-    format: str = FORMAT
-    host: str
-    address: str | None = None
-    gathered_at: str | None = None
-    hostname: str | None = None
-    hostname_address: str | None = None  # what the hostname resolves to on the host itself
-    os: OS = Field(default_factory=OS)
-    kernel: str | None = None
-    arch: str | None = None
-    cpu: CPU = Field(default_factory=CPU)
-    memory_bytes: int | None = None
-    interfaces: list[Interface] = Field(default_factory=list)
-    interface: Link
-    pci: PCI = Field(default_factory=PCI)
-    gpus: list[GPU] = Field(default_factory=list)
-    nvidia: Nvidia = Field(default_factory=Nvidia)
-    infiniband: Infiniband = Field(default_factory=Infiniband)
-    kernel_modules_readable: bool = False
-    peer_memory: list[str] = Field(default_factory=list)
-    docker: Docker = Field(default_factory=Docker)
-    dataset: Dataset | None = None
-    checks: dict[str, CheckOutput] = Field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        """The JSON form the store keeps."""
-        return self.model_dump(mode="json")
 
 
 # ------------------------------------------------------------------ parsers of command output (pure)

@@ -1,4 +1,4 @@
-"""Build a stack's image through the Docker SDK, and `up`: plan -> build -> verify -> lock -> ship.
+"""Build a stack's image through the Docker SDK (repro.pipeline.up chains plan -> build -> verify -> lock -> ship).
 
 The plan is data (tag, base image, Dockerfile, context files, build args) that `repro up --dry-run`
 prints; the tag is a digest of everything the build consumes, so an unchanged stack is never rebuilt
@@ -22,15 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from repro.errors import BackendUnavailable, ImageError, InputError
 from repro.image import render
-from repro.image.engine import engine, image_id
+from repro.image.engine import image_id
 from repro.image.render import RenderOptions
 
 if TYPE_CHECKING:
     import docker
-    from repro.hosts.inventory import Inventory
-    from repro.image.ship import ShipResult
     from repro.manifest import LoadedStack
-    from repro.results.store import Store
 
 Progress = Callable[[str], None]
 TAIL_LINES = 25
@@ -355,63 +352,3 @@ def build(plan: BuildPlan, *, client: docker.DockerClient, log_path: Path | None
         context.close()
     return BuildOutcome(plan.tag, found, True, time.monotonic() - t0, str(log_path) if log_path else None,
                         started, _now())
-
-
-# -- up --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UpResult:
-    """What `repro up` did: the plan, the build, the lock written, and shipping per host."""
-
-    plan: BuildPlan
-    outcome: BuildOutcome
-    lock: dict[str, Any]
-    lock_path: str
-    verified: bool  # False when the stack's existing lock for the same tag and image id was reused
-    shipping: tuple[ShipResult, ...] = ()
-
-    @property
-    def failed_hosts(self) -> tuple[str, ...]:
-        return tuple(r.host for r in self.shipping if r.status == "failed")
-
-
-def up(loaded: LoadedStack, *, store: Store, options: BuildOptions | None = None,
-       inventory: Inventory | None = None, progress: Progress = lambda _line: None) -> UpResult:
-    """Build (unless built), verify and lock the stack's image, then put it on every host of the inventory."""
-    from repro.image import lock as locks
-    from repro.image import verify
-
-    o = options or BuildOptions()
-    plan = plan_build(loaded, o)
-    client = engine(o.docker_host)
-    try:
-        log_path = None
-        if not image_id(client, plan.tag):
-            require_base(client, plan.base_image, progress)  # before anything is written to the store
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-            log_path = store.logs_dir() / f"build-{plan.stack}-{plan.key}-{stamp}.log"
-            progress(f"building {plan.tag} for stack {plan.stack} (log: {log_path})")
-        outcome = build(plan, client=client, log_path=log_path, progress=progress)
-        previous = store.lock(loaded.hash)
-        same = (previous or {}).get("image", {})
-        if same.get("id") == outcome.image_id and same.get("tag") == plan.tag:
-            lock, verified = previous, False
-            progress(f"{plan.tag} ({outcome.image_id[:19]}) already built and verified")
-        else:
-            progress(f"verifying {plan.tag} against stack {plan.stack}")
-            found = verify.probe(client, plan.tag)
-            verify.check(loaded.stack, found, tag=plan.tag)
-            lock = locks.make_lock(loaded, plan, outcome, found, client=client, build_log=outcome.log)
-            verified = True
-        path = store.lock_path(loaded.hash) if not verified else store.put_lock(loaded.hash, lock)
-    finally:
-        client.close()
-    shipping: tuple[ShipResult, ...] = ()
-    if inventory is not None:
-        from repro.image import ship
-
-        shipping = ship.ship(plan.tag, outcome.image_id, inventory.hosts, docker_host=o.docker_host,
-                             progress=progress)
-    return UpResult(plan, outcome, lock, str(path), verified, shipping)
-

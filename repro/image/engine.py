@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from repro.errors import BackendUnavailable
+from repro.errors import BackendUnavailable, ImageError
 
 if TYPE_CHECKING:
     import docker
@@ -44,3 +45,22 @@ def image_id(client: docker.DockerClient, ref: str) -> str | None:
         return None
     except docker.errors.APIError as exc:
         raise BackendUnavailable(f"cannot query image {ref} in the Docker engine: {exc}") from None
+
+
+class EngineSource:
+    """The local engine as the source of shipped images (repro.hosts.ship.ImageSource)."""
+
+    def __init__(self, client: docker.DockerClient) -> None:
+        self.client = client
+
+    def save(self, tag: str) -> Iterator[bytes]:
+        return self.client.api.get_image(tag, chunk_size=1 << 20)
+
+    def push(self, tag: str, registry: str) -> str:
+        repository, _, key = tag.rpartition(":")
+        target = f"{registry.rstrip('/')}/{repository}"
+        self.client.api.tag(tag, target, key)
+        for message in self.client.api.push(target, tag=key, stream=True, decode=True):
+            if isinstance(message, dict) and message.get("error"):
+                raise ImageError(f"pushing {tag} to {registry} failed: {message['error']}")
+        return f"{target}:{key}"

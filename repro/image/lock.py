@@ -1,9 +1,9 @@
 """The lock: what `repro up` verified inside a stack's image, kept in the store as every result's provenance.
 
-    locks/<stack-hash>.json = {format, stack, image, versions, horovod_build, pip_freeze, sshd, build, ...}
+    locks/<stack-hash>.json = ImageLock {format, stack, image, versions, horovod_build, pip_freeze, sshd, build, ...}
 
-Launch code reads it with `read_lock` (tag, image id) and `known_hosts` (the container sshd's host
-keys, for strict host-key checking between workers).
+The model is repro.results.provenance.ImageLock (records carry it); this module makes one from a verified
+build and reads a stack's lock back (`read_lock`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from repro import __version__
 from repro.errors import ImageError
 from repro.image import verify
+from repro.results.provenance import LOCK_FORMAT, ImageLock, LockBuild, LockImage, LockSshd, LockStack
 
 if TYPE_CHECKING:
     import docker
@@ -21,78 +22,42 @@ if TYPE_CHECKING:
     from repro.manifest import LoadedStack
     from repro.results.store import Store
 
-LOCK_FORMAT = "repro.lock/1"
 
 
 def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found: dict[str, Any], *,
-              client: docker.DockerClient, build_log: str | None) -> dict[str, Any]:
-    """The lock of a verified image (plain JSON data)."""
+              client: docker.DockerClient, build_log: str | None) -> ImageLock:
+    """The lock of a verified image."""
     image = client.images.get(outcome.image_id)
     try:
         base_id = str(client.images.get(plan.base_image).id)
     except Exception:  # the base may be gone (pruned) after the build; the lock says so
         base_id = None
     stack = loaded.stack
-    return {
-        "format": LOCK_FORMAT,
-        "repro_version": __version__,
-        "stack": {"name": stack.name, "hash": loaded.hash, "image_hash": loaded.image_hash, "file": loaded.file},
-        "image": {
-            "tag": plan.tag,
-            "key": plan.key,
-            "id": outcome.image_id,
-            "repo_digests": list(image.attrs.get("RepoDigests") or []),
-            "size": image.attrs.get("Size"),
-            "created": image.attrs.get("Created"),
-            "base_image": plan.base_image,
-            "base_image_id": base_id,
-            "context_files": {f.name: f.sha256 for f in plan.files},
-            "build_args": dict(plan.build_args),
-        },
-        "versions": verify.found_versions(found),
-        "horovod_build": verify.horovod_flags(found),
-        "pip_freeze": verify.pip_freeze(found),
-        "libraries": found.get("libraries", []),
-        "sshd": {"port": stack.container.ssh_port, "host_keys": list(found.get("ssh_host_keys") or [])},
-        "environment": found.get("env", {}),
-        "build": {"log": build_log, "built": outcome.built, "seconds": round(outcome.seconds, 1),
-                  "started": outcome.started, "finished": outcome.finished},
-        "verified_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    return ImageLock(
+        format=LOCK_FORMAT,
+        repro_version=__version__,
+        stack=LockStack(name=stack.name, hash=loaded.hash, image_hash=loaded.image_hash, file=loaded.file),
+        image=LockImage(
+            tag=plan.tag, key=plan.key, id=outcome.image_id, repo_digests=list(image.attrs.get("RepoDigests") or []),
+            size=image.attrs.get("Size"), created=image.attrs.get("Created"), base_image=plan.base_image,
+            base_image_id=base_id, context_files={f.name: f.sha256 for f in plan.files},
+            build_args=dict(plan.build_args)),
+        versions=verify.found_versions(found),
+        horovod_build=verify.horovod_flags(found),
+        pip_freeze=verify.pip_freeze(found),
+        libraries=found.get("libraries", []),
+        sshd=LockSshd(port=stack.container.ssh_port, host_keys=list(found.get("ssh_host_keys") or [])),
+        environment=found.get("env", {}),
+        build=LockBuild(log=build_log, built=outcome.built, seconds=round(outcome.seconds, 1),
+                        started=outcome.started, finished=outcome.finished),
+        verified_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
 
 
-def read_lock(store: Store, loaded: LoadedStack) -> dict[str, Any]:
+def read_lock(store: Store, loaded: LoadedStack) -> ImageLock:
     """The stack's lock; ImageError when `repro up` has not locked this stack (in this store) yet."""
     lock = store.lock(loaded.hash)
-    if not lock:
+    if lock is None:
         raise ImageError(f"stack {loaded.stack.name} ({loaded.hash}) has no lock in {store.root}",
                          hint=f"run `repro up {loaded.file}` first")
     return lock
-
-
-def image_tag(lock: dict[str, Any]) -> str:
-    """The image reference a lock names."""
-    return str(lock["image"]["tag"])
-
-
-def ssh_port(lock: dict[str, Any]) -> int:
-    """The port the image's sshd listens on."""
-    return int(lock["sshd"]["port"])
-
-
-def host_keys(lock: dict[str, Any]) -> list[str]:
-    """The image's sshd host public keys ('ssh-ed25519 AAAA... root@...')."""
-    return list(lock["sshd"]["host_keys"])
-
-
-def known_hosts(lock: dict[str, Any], addresses: list[str]) -> str:
-    """known_hosts text for the image's sshd on each address ([addr]:port keytype key)."""
-    port = ssh_port(lock)
-    lines = []
-    for address in addresses:
-        name = address if port == 22 else f"[{address}]:{port}"
-        for key in host_keys(lock):
-            parts = key.split()
-            if len(parts) >= 2:
-                lines.append(f"{name} {parts[0]} {parts[1]}")
-    return "\n".join(lines) + ("\n" if lines else "")

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from repro.errors import ImageError, VerificationError
 from repro.image.render import CHECK_BUILD_FILE
+from repro.manifest.software import Software, normal_name
+from repro.manifest.software import mismatches as software_mismatches
 
 if TYPE_CHECKING:
     import docker
@@ -167,18 +169,6 @@ def _text(result: Any) -> str:
     return result["out"] if isinstance(result, dict) and result.get("rc") == 0 else ""
 
 
-def release(text: str | None) -> tuple[int, ...]:
-    """The leading version numbers of a version string: '2.5.6-1+cuda10.0' -> (2, 5, 6, 1)."""
-    m = re.match(r"\s*(\d+(?:[.-]\d+)*)", text or "")
-    return tuple(int(x) for x in re.split(r"[.-]", m.group(1))) if m else ()
-
-
-def same(pinned: str, found: str | None) -> bool:
-    """Whether `found` lies in the pinned release line (7.6.5 matches 7.6.5.32-1+cuda10.0)."""
-    want = release(pinned)
-    return bool(want) and release(found)[: len(want)] == want
-
-
 def parse_check_build(text: str) -> dict[str, dict[str, bool]]:
     """`horovodrun --check-build` -> {section: {item: built}}, e.g. {'controllers': {'gloo': True}}."""
     out: dict[str, dict[str, bool]] = {}
@@ -256,16 +246,12 @@ def pip_freeze(found: dict[str, Any]) -> list[str]:
     return [ln.strip() for ln in _text(found.get("pip_freeze")).splitlines() if ln.strip()]
 
 
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def _frozen(found: dict[str, Any]) -> dict[str, str]:
     out = {}
     for line in pip_freeze(found):
         name, sep, version = line.partition("==")
         if sep:
-            out[_normal(name)] = version
+            out[normal_name(name)] = version
     return out
 
 
@@ -294,56 +280,22 @@ def found_versions(found: dict[str, Any]) -> dict[str, str | None]:
 # -- comparing --------------------------------------------------------------------------------------
 
 
-def _built(flag: bool | None, what: str) -> str:
-    return "unknown" if flag is None else f"{what} built in" if flag else f"{what} not built in"
+def software(found: dict[str, Any]) -> Software:
+    """What the probe found, as the Software value every stack check takes."""
+    v = found_versions(found)
+    port = re.search(r"^Port\s+(\d+)", found.get("sshd_config") or "", re.MULTILINE)
+    hvd = found.get("horovod") or {}
+    return Software(
+        os=v["os"], python=v["python"], tensorflow=v["tensorflow"],
+        tensorflow_error=(found.get("tensorflow") or {}).get("error"), packages=_frozen(found),
+        horovod=v["horovod"], horovod_error=hvd.get("error"), horovod_built=horovod_flags(found), mpi=v["mpi"],
+        cuda=v["cuda"], cudnn=v["cudnn"], nccl=v["nccl"], ofed=v["ofed"],
+        sshd_port=int(port.group(1)) if port else None, ssh_host_keys=list(found.get("ssh_host_keys") or []))
 
 
 def mismatches(stack: Stack, found: dict[str, Any]) -> list[str]:
     """Every way the probed image differs from the stack: 'component: pinned X, found Y'."""
-    v = found_versions(found)
-    out: list[str] = []
-    osr = found.get("os_release") or {}
-    if osr.get("ID") != stack.os.distro or osr.get("VERSION_ID") != stack.os.version:
-        out.append(f"os: pinned {stack.os.distro} {stack.os.version}, found {v['os'] or 'no /etc/os-release'}")
-
-    def version(component: str, pinned: str | None, key: str) -> None:
-        if pinned and not same(pinned, v[key]):
-            out.append(f"{component}: pinned {pinned}, found {v[key] or 'none'}")
-
-    version("python", stack.python, "python")
-    version("tensorflow", stack.tensorflow.version, "tensorflow")
-    tf_error = (found.get("tensorflow") or {}).get("error")
-    if tf_error and not stack.gpu:
-        out.append(f"tensorflow: pinned {stack.tensorflow.version}, found it does not import ({tf_error[:200]})")
-    if stack.tensorflow.build == "binary" and stack.tensorflow.package:
-        frozen = _frozen(found)
-        if _normal(stack.tensorflow.package) not in frozen:
-            others = [f"{k}=={x}" for k, x in frozen.items() if k.startswith("tensorflow") and
-                      k in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel")]
-            out.append(f"tensorflow package: pinned {stack.tensorflow.package}, found {', '.join(others) or 'none'}")
-    version("horovod", stack.horovod.version, "horovod")
-    flags = horovod_flags(found)
-    if flags.get("tensorflow") is not True:
-        out.append(f"horovod tensorflow: pinned built in, found {_built(flags.get('tensorflow'), 'TensorFlow')}")
-    for key, name, pinned in (("mpi", "MPI", stack.horovod.with_mpi), ("gloo", "Gloo", stack.horovod.with_gloo)):
-        if flags.get(key) is not pinned:
-            out.append(f"horovod with_{key}: pinned {str(pinned).lower()}, found {_built(flags.get(key), name)}")
-    if stack.horovod.gpu_operations == "NCCL" and flags.get("nccl") is not True:
-        out.append(f"horovod gpu_operations: pinned NCCL, found {_built(flags.get('nccl'), 'NCCL')}")
-    impl = (v["mpi"] or "").split(" ")[0]
-    if impl != stack.mpi.implementation or not same(stack.mpi.version, (v["mpi"] or " ").split(" ")[1]):
-        out.append(f"mpi: pinned {stack.mpi.implementation} {stack.mpi.version}, found {v['mpi'] or 'none'}")
-    if stack.gpu:
-        version("cuda", stack.cuda, "cuda")
-        version("cudnn", stack.cudnn, "cudnn")
-        version("nccl", stack.nccl, "nccl")
-        version("ofed", stack.ofed, "ofed")
-    port = re.search(r"^Port\s+(\d+)", found.get("sshd_config") or "", re.MULTILINE)
-    if not port or int(port.group(1)) != stack.container.ssh_port:
-        out.append(f"sshd port: pinned {stack.container.ssh_port}, found {port.group(1) if port else 'none'}")
-    if not found.get("ssh_host_keys"):
-        out.append("sshd host keys: pinned present, found none")
-    return out
+    return software_mismatches(stack, software(found), where="image")
 
 
 def check(stack: Stack, found: dict[str, Any], *, tag: str) -> None:

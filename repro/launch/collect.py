@@ -1,17 +1,22 @@
 """Turn what a point printed into a RunRecord (pure).
 
-The workload's rank 0 prints one `REPRO_RESULT <json>` line (docs/design.md). Ranks report their
-addresses; repro maps them back to inventory hosts, since hosts on one machine (or containers with
-host networking) can share a hostname.
+The workload's parser (repro.launch.workloads) reads its output: for repro's own workloads the one
+`REPRO_RESULT <json>` line of rank 0 (docs/design.md). Ranks report their addresses; repro maps them back
+to inventory hosts, since hosts on one machine (or containers with host networking) can share a hostname.
+The record's settings are the point's, completed with what the workload reports it ran with; a workload
+that ran something other than the point asked for fails the record rather than mislabel it.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from repro.launch.placement import Placement
 from repro.launch.plan import LaunchPlan
+from repro.launch.runtimes import Outcome, RuntimeReport
+from repro.launch.workloads import RESULT_MARKER, WORKLOADS
+from repro.results.provenance import HostFacts
 from repro.results.record import (
     HostRef,
     RankResult,
@@ -25,32 +30,9 @@ from repro.results.record import (
     redact_env,
 )
 
-MARKER = "REPRO_RESULT "
-FORMAT = "repro.workload/1"
-
-
-def find_result(stdout: str) -> dict[str, Any] | None:
-    """The workload's result document from its output, or None if it printed none."""
-    for line in reversed(stdout.splitlines()):
-        line = line.strip()
-        if line.startswith(MARKER):
-            try:
-                data = json.loads(line[len(MARKER):])
-            except ValueError:
-                return None
-            if isinstance(data, dict) and data.get("format") == FORMAT:
-                return data
-    return None
-
-
-def _host_of(addresses: list[str], plan: LaunchPlan) -> str:
-    by_address = {p.host.address: p.host.name for p in plan.placement}
-    for a in addresses:
-        if a in by_address:
-            return by_address[a]
-    if all(p.host.local for p in plan.placement):
-        return plan.placement[0].host.name
-    return ""
+# common settings a workload reports under these names in its result's `settings`
+REPORTED = ("model", "batch_per_worker", "precision", "xla", "data_format", "warmup_steps", "steps")
+LOG_LINES = 40
 
 
 @dataclass(frozen=True)
@@ -58,42 +40,91 @@ class Context:
     """What a record carries besides the measurement: provenance of the run."""
 
     stack: StackRef
-    lock: dict[str, Any] | None
+    report: RuntimeReport
     sweep: SweepRef
     runtime: str
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, HostFacts] = field(default_factory=dict)
 
 
-def record(point: Settings, plan: LaunchPlan, ctx: Context, *, stdout: str, stderr: str, returncode: int | None,
-           duration_s: float, failure: str | None = None) -> RunRecord:
-    """A record of one run of a point: ok with the workload's data, or failed with the reason."""
-    result = find_result(stdout) if failure is None else None
-    if failure is None and result is None:
-        code = "no exit code" if returncode is None else f"exit {returncode}"
-        failure = f"the workload printed no result ({code})"
-    hosts_used = [HostRef(name=p.host.name, address=p.host.address, slots=p.ranks, gpus=p.host.gpus)
-                  for p in plan.placement]
+def _host_of(addresses: list[str], placement: tuple[Placement, ...]) -> str:
+    by_address = {p.host.address: p.host.name for p in placement}
+    for a in addresses:
+        if a in by_address:
+            return by_address[a]
+    if all(p.host.local for p in placement):
+        return placement[0].host.name
+    return ""
+
+
+def _ranks(result: dict[str, Any], placement: tuple[Placement, ...]) -> list[RankResult]:
     ranks = []
-    if result:
-        for r in result.get("ranks", []):
-            addresses = [str(a) for a in r.get("addresses", [])]
-            ranks.append(RankResult(
-                rank=int(r.get("rank", 0)), local_rank=int(r.get("local_rank", 0)), host=_host_of(addresses, plan),
-                hostname=str(r.get("hostname", "")), addresses=addresses, device=str(r.get("device", "CPU")),
-                warmup_times=[float(x) for x in r.get("warmup_times", [])],
-                step_times=[float(x) for x in r.get("step_times", [])],
-                items_per_step=int(r.get("items_per_step", 0)),
-            ))
-    log = (stderr.strip().splitlines() + stdout.strip().splitlines())[-40:]
+    for r in result.get("ranks", []):
+        addresses = [str(a) for a in r.get("addresses", [])]
+        ranks.append(RankResult(
+            rank=int(r.get("rank", 0)), local_rank=int(r.get("local_rank", 0)), host=_host_of(addresses, placement),
+            hostname=str(r.get("hostname", "")), addresses=addresses, device=str(r.get("device", "CPU")),
+            warmup_times=[float(x) for x in r.get("warmup_times", [])],
+            step_times=[float(x) for x in r.get("step_times", [])],
+            items_per_step=int(r.get("items_per_step", 0)),
+        ))
+    return ranks
+
+
+def reported_settings(point: Settings, resolved: dict[str, Any]) -> tuple[Settings, str | None]:
+    """The point completed with the workload's report of what it ran, and a mismatch if it ran something else."""
+    spec = WORKLOADS.get(point.workload).spec
+    update: dict[str, Any] = {}
+    for name in REPORTED:
+        if spec.by_setting(name) is None or resolved.get(name) is None:
+            continue
+        asked, ran = getattr(point, name), resolved[name]
+        if asked is None:
+            update[name] = ran
+        elif str(asked) != str(ran):
+            return point, f"the workload ran {name}={ran}, but the point asked for {asked}"
+    if "batch_per_worker" in update and spec.batch == "per_worker":
+        update["global_batch"] = update["batch_per_worker"] * point.workers
+    return point.model_copy(update=update), None
+
+
+def _base(point: Settings, placement: tuple[Placement, ...], ctx: Context) -> dict[str, Any]:
+    hosts = [HostRef(name=p.host.name, address=p.host.address, slots=p.ranks, gpus=p.host.gpus) for p in placement]
+    names = {h.name for h in hosts}
+    return dict(
+        id=new_id(), created=now_iso(), origin="bench", stack=ctx.stack, image=ctx.report.image,
+        host_software={k: v for k, v in ctx.report.host_software.items() if k in names}, sweep=ctx.sweep,
+        runtime=ctx.runtime, hosts=hosts, facts={k: v for k, v in ctx.facts.items() if k in names},
+        settings=point.model_copy(update={"hosts": len(placement)}))
+
+
+def failed(point: Settings, placement: tuple[Placement, ...], ctx: Context, reason: str, *,
+           plan: LaunchPlan | None = None) -> RunRecord:
+    """A record of a point that did not run to the end (planning failed, Ctrl-C)."""
+    extra = {"command": redact_argv(plan.launch_argv), "env": redact_env(plan.env)} if plan else {}
+    return RunRecord(status="failed", failure=reason, duration_s=0.0, **_base(point, placement, ctx), **extra)
+
+
+def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome) -> RunRecord:
+    """A record of one run of a point: ok with the workload's data, or failed with the reason."""
+    failure = outcome.failure
+    result = WORKLOADS.get(point.workload).parse(outcome.stdout) if failure is None else None
+    if failure is None and result is None:
+        code = "no exit code" if outcome.returncode is None else f"exit {outcome.returncode}"
+        failure = f"the workload printed no result ({code})"
+    base = _base(point, plan.placement, ctx)
+    resolved = dict((result or {}).get("settings") or {})
+    if result is not None:
+        settings, mismatch = reported_settings(base["settings"], resolved)
+        base["settings"] = settings
+        failure = failure or mismatch
+    log = (outcome.stderr.strip().splitlines() + outcome.stdout.strip().splitlines())[-LOG_LINES:]
     return RunRecord(
-        id=new_id(), created=now_iso(), status="failed" if failure else "ok", failure=failure,
-        origin="bench", stack=ctx.stack, lock=ctx.lock, sweep=ctx.sweep,
-        settings=point.model_copy(update={"hosts": len(plan.placement)}), runtime=ctx.runtime, hosts=hosts_used,
-        ranks=ranks,
-        facts={h.name: ctx.facts[h.name] for h in hosts_used if h.name in ctx.facts},
+        status="failed" if failure else "ok", failure=failure, **base,
+        ranks=_ranks(result, plan.placement) if result else [],
         command=redact_argv(plan.launch_argv), env=redact_env(plan.env),
+        resolved={k: v for k, v in resolved.items() if not k.startswith("_")},
         software=dict(result.get("software", {})) if result else {},
         world=dict(result.get("world", {})) if result else {},
         metrics=dict(result.get("metrics", {})) if result else {},
-        duration_s=round(duration_s, 3), log_tail="\n".join(line for line in log if MARKER not in line),
+        duration_s=round(outcome.duration_s, 3), log_tail="\n".join(line for line in log if RESULT_MARKER not in line),
     )

@@ -1,18 +1,22 @@
 """Launch plans (pure): where each worker runs and the exact argv and environment on every host.
 
-A plan is data: `repro bench --dry-run` prints it, the runtimes execute it. Every command is an argv
-list; nothing is interpolated into a shell string.
+A plan is data: `repro bench --dry-run` prints it (`describe`), the runtime executes exactly that. Every
+command is an argv list; nothing is interpolated into a shell string. The runtime named by the plan
+builds it (repro.launch.runtimes), with the launcher it names (repro.launch.launchers) and the workload's
+command (repro.launch.workloads).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
-from repro.errors import InputError
-from repro.hosts.inventory import Host, Inventory
+from repro.hosts.inventory import Host
+from repro.launch.placement import Placement
 from repro.results.record import Settings
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CONTAINER_DATA = "/data"
 CONTAINER_SSH_DIR = "/root/.ssh"
 LAUNCH_KEY = f"{CONTAINER_SSH_DIR}/repro_launch"
@@ -25,140 +29,27 @@ FORWARDED_HOST = ("PATH",)
 
 
 @dataclass(frozen=True)
-class Placement:
-    """How many workers run on one host."""
+class PlanContext:
+    """What a plan needs besides the point and its placement (pure values, no I/O)."""
 
-    host: Host
-    ranks: int
-
-
-def place(inventory: Inventory, workers: int) -> tuple[Placement, ...]:
-    """Fill hosts in inventory order, each up to its slots (seed 003: -H 192.168.11.1:4,192.168.11.2:4)."""
-    if workers > inventory.slots:
-        raise InputError(f"{workers} workers do not fit the inventory {inventory.path}: "
-                         f"{inventory.slots} slots on {len(inventory.hosts)} hosts",
-                         hint="lower --workers, or raise repro_slots in the inventory")
-    out, left = [], workers
-    for host in inventory.hosts:
-        if left == 0:
-            break
-        n = min(host.slots, left)
-        out.append(Placement(host, n))
-        left -= n
-    return tuple(out)
-
-
-def host_list(placement: tuple[Placement, ...], *, local_names: bool = False) -> str:
-    """mpirun's -H value: addr:slots,addr:slots (localhost for a local single host)."""
-    return ",".join(f"{'localhost' if local_names and p.host.local else p.host.address}:{p.ranks}"
-                    for p in placement)
-
-
-def workload_argv(point: Settings, python: str, *, data: str | None = None, tf_cnn_script: str | None = None
-                  ) -> list[str]:
-    """The command one worker runs."""
-    w = point.workload
-    if w == "cnn":
-        argv = [python, "-m", "repro.workloads.cnn", "--model", str(point.model),
-                "--batch-size", str(point.batch_per_worker), "--precision", point.precision,
-                "--xla" if point.xla else "--no-xla", "--data", data or point.data,
-                "--warmup-steps", str(point.warmup_steps), "--steps", str(point.steps)]
-        if point.data_format:
-            argv += ["--data-format", point.data_format]
-    elif w == "allreduce":
-        argv = [python, "-m", "repro.workloads.allreduce"]
-        for flag in ("min_exp", "max_exp", "num", "sizes", "iterations", "warmup", "dtypes"):
-            if point.extra.get(flag) is not None:
-                argv += ["--" + flag.replace("_", "-"), str(point.extra[flag])]
-    elif w == "tta":
-        argv = [python, "-m", "repro.workloads.tta", "--dataset", str(point.extra.get("dataset", "digits")),
-                "--batch-size", str(point.batch_per_worker)]
-        for flag in ("target_accuracy", "max_epochs", "max_seconds", "learning_rate", "model"):
-            if point.extra.get(flag) is not None:
-                argv += ["--" + flag.replace("_", "-"), str(point.extra[flag])]
-    elif w == "tf_cnn_benchmarks":
-        from repro.launch.tfcnn import tf_cnn_benchmarks_argv
-
-        return tf_cnn_benchmarks_argv(point, python=python, data_dir=data, script=tf_cnn_script)
-    else:  # pragma: no cover - points.expand validates workloads
-        raise InputError(f"unknown workload {w}")
-    if point.threads:
-        argv += ["--intra-threads", str(point.threads)]
-    return argv
-
-
-@dataclass(frozen=True)
-class SshOptions:
-    """How mpirun reaches the other hosts (the containers' sshd, or the hosts' own)."""
-
-    port: int
-    key: str
-    known_hosts: str
-
-    def rsh_args(self) -> str:
-        # one mpirun argument holding ssh's options; host-key checking stays on
-        return shlex.join(["-p", str(self.port), "-i", self.key, "-o", f"UserKnownHostsFile={self.known_hosts}",
-                           "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"])
-
-
-def mpirun_argv(placement: tuple[Placement, ...], command: list[str], env_names: list[str], *,
-                interface: str, ssh: SshOptions | None, backend: str = "mpi",
-                forwarded: tuple[str, ...] = FORWARDED_HOST) -> list[str]:
-    """The mpirun (or Gloo-wrapped mpirun) command line that starts every worker."""
-    workers = sum(p.ranks for p in placement)
-    local = all(p.host.local for p in placement)
-    argv = ["mpirun", "--allow-run-as-root", "-np", str(workers), "-H", host_list(placement, local_names=local),
-            "--bind-to", "none", "--map-by", "slot",
-            # TCP for MPI's own traffic (NCCL carries GPU tensors), as Horovod's docs recommend
-            "--mca", "pml", "ob1", "--mca", "btl", "^openib",
-            "--mca", "btl_tcp_if_include", interface, "--mca", "oob_tcp_if_include", interface]
-    if ssh is not None and not local:
-        argv += ["--mca", "plm_rsh_args", ssh.rsh_args()]
-    for name in sorted(set(env_names) | set(forwarded)):
-        argv += ["-x", name]
-    argv += command
-    if backend == "gloo":
-        python = command[0]
-        hosts = ",".join(f"{p.host.address}:{p.ranks}" for p in placement)
-        return [python, "-m", "repro.workloads.gloo", "--hosts", hosts, "--iface", interface, "--", *argv]
-    return argv
-
-
-def run_env(stack_env: dict[str, str], *, interface: str, gpu: bool) -> dict[str, str]:
-    """The environment of mpirun and every rank: the stack's settings plus what repro needs."""
-    env = {"PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    if gpu:
-        env.setdefault("NCCL_SOCKET_IFNAME", interface)
-    env.update(stack_env)
-    return env
+    run_id: str
+    stack_env: dict[str, str] = field(default_factory=dict)
+    gpu: bool = False
+    image: str | None = None  # the image reference, for container runtimes
+    ssh_port: int = 50000  # the stack's container sshd
+    python: str | None = None  # None: each host's repro_python (host runtime) or the image's python3
+    infiniband: bool = False
+    launcher: str = "mpirun"
 
 
 @dataclass(frozen=True)
 class ContainerPlan:
-    """The worker container repro starts on one host for the docker runtime."""
+    """A worker container a runtime starts on one host (and removes afterwards)."""
 
     host: Host
     name: str
     run_argv: list[str]
     remove_argv: list[str]
-
-
-def container_plan(host: Host, run_id: str, image: str, ssh_port: int, *, gpus: bool,
-                   infiniband: bool = False) -> ContainerPlan:
-    """docker run on one host: host networking, IPC_LOCK, devices, the dataset, sshd on the stack's port."""
-    name = f"repro-{run_id}-{host.name}"
-    docker = ["docker", "-H", host.docker_host]
-    run = [*docker, "run", "--detach", "--name", name, "--label", "repro.managed=1", "--label", f"repro.run={run_id}",
-           "--network", "host", "--cap-add", "IPC_LOCK", "--shm-size", "1g"]
-    if gpus:
-        run += ["--gpus", "all"]
-    if infiniband:
-        # RDMA registers (locks) GPU and host buffers with the HCA
-        run += ["--device", "/dev/infiniband", "--ulimit", "memlock=-1"]
-    if host.dataset_dir:
-        run += ["--volume", f"{host.dataset_dir}:{CONTAINER_DATA}:ro"]
-    run += [image, "/usr/sbin/sshd", "-D", "-e", "-p", str(ssh_port)]
-    return ContainerPlan(host, name, run, [*docker, "rm", "--force", name])
 
 
 @dataclass(frozen=True)
@@ -168,8 +59,10 @@ class LaunchPlan:
     point: Settings
     placement: tuple[Placement, ...]
     runtime: str
+    launcher_name: str
     env: dict[str, str]
-    launch_argv: list[str]  # run on the first host (inside its container for the docker runtime)
+    launch_argv: list[str]  # the launcher's command line (mpirun ...)
+    exec_argv: list[str]  # exactly what runs on the first host: the launch command in its runtime, env included
     containers: tuple[ContainerPlan, ...] = field(default_factory=tuple)
 
     @property
@@ -177,51 +70,29 @@ class LaunchPlan:
         return self.placement[0].host
 
     def describe(self) -> list[str]:
-        """Human-readable commands, host by host, for --dry-run."""
-        lines = [f"# point: {self.point.workload} {self.point.model or ''} workers={self.point.workers} "
-                 f"batch/worker={self.point.batch_per_worker} backend={self.point.backend}".rstrip()]
-        for c in self.containers:
-            lines.append(f"[{c.host.name}] {shlex.join(c.run_argv)}")
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
-        prefix = ""
-        if self.containers:
-            prefix = f"docker -H {self.launcher.docker_host} exec {self.containers[0].name} "
-        lines.append(f"[{self.launcher.name}] {env} {prefix}{shlex.join(self.launch_argv)}")
-        for c in self.containers:
-            lines.append(f"[{c.host.name}] {shlex.join(c.remove_argv)}")
+        """Exactly what runs, host by host, each command shell-quoted (for --dry-run)."""
+        p = self.point
+        label = " ".join(f"{k}={_CONTROL.sub('?', str(v))}" for k, v in (
+            ("workload", p.workload), ("model", p.model), ("workers", p.workers), ("batch/worker", p.batch_per_worker),
+            ("backend", p.backend)) if v is not None)
+        lines = [f"# point: {label}"]
+        lines += [f"[{c.host.name}] {shlex.join(c.run_argv)}" for c in self.containers]
+        lines.append(f"[{self.launcher.name}] {shlex.join(self.exec_argv)}")
+        lines += [f"[{c.host.name}] {shlex.join(c.remove_argv)}" for c in self.containers]
         return lines
 
 
-def plan_point(point: Settings, inventory: Inventory, *, runtime: str, stack_env: dict[str, str], gpu: bool,
-               run_id: str, image: str | None = None, ssh_port: int = 50000, python: str | None = None,
-               infiniband: bool = False) -> LaunchPlan:
-    """The launch plan of one point on an inventory, for the docker or host runtime."""
-    placement = place(inventory, point.workers)
-    first = placement[0].host
-    interface = first.interface
-    env = run_env(stack_env, interface=interface, gpu=gpu)
-    if runtime == "docker":
-        if image is None:
-            raise InputError("the docker runtime needs the stack's image (run `repro up STACK` first)")
-        from repro.image.render import TfCnnBenchmarks
+def run_env(stack_env: dict[str, str], *, interface: str, gpu: bool) -> dict[str, str]:
+    """The environment of the launcher and every rank: the stack's settings plus what repro needs."""
+    env = {"PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if gpu:
+        env.setdefault("NCCL_SOCKET_IFNAME", interface)
+    env.update(stack_env)
+    return env
 
-        data = CONTAINER_DATA if point.data == "real" else point.data
-        command = workload_argv(point, python or "python3", data=data, tf_cnn_script=TfCnnBenchmarks().script)
-        ssh = SshOptions(ssh_port, LAUNCH_KEY, LAUNCH_KNOWN_HOSTS)
-        containers = tuple(container_plan(p.host, run_id, image, ssh_port, gpus=gpu and p.host.gpus > 0,
-                                          infiniband=infiniband) for p in placement)
-        forwarded = FORWARDED_DOCKER_GPU if gpu else FORWARDED_DOCKER
-        argv = mpirun_argv(placement, command, list(env), interface=interface, ssh=ssh, backend=point.backend,
-                           forwarded=forwarded)
-        return LaunchPlan(point, placement, runtime, env, argv, containers)
-    if runtime == "host":
-        data = (first.dataset_dir or "") if point.data == "real" else point.data
-        command = workload_argv(point, python or first.python, data=data)
-        ssh = None
-        if not all(p.host.local for p in placement):
-            key = first.vars.get("repro_launch_key", "~/.ssh/id_ed25519")
-            known = first.vars.get("repro_launch_known_hosts", "~/.ssh/known_hosts")
-            ssh = SshOptions(placement[1].host.port if len(placement) > 1 else first.port, key, known)
-        argv = mpirun_argv(placement, command, list(env), interface=interface, ssh=ssh, backend=point.backend)
-        return LaunchPlan(point, placement, runtime, env, argv)
-    raise InputError(f"unknown runtime '{runtime}': expected docker or host")
+
+def plan_point(point: Settings, placement: tuple[Placement, ...], runtime: str, ctx: PlanContext) -> LaunchPlan:
+    """The launch plan of one point, built by the runtime named `runtime` (pure)."""
+    from repro.launch.runtimes import RUNTIMES
+
+    return RUNTIMES.get(runtime).plan(point, placement, ctx)

@@ -2,6 +2,10 @@
 
 Weak scaling keeps the per-worker batch fixed as workers grow; strong scaling keeps the global batch
 fixed and divides it among the workers (seed 002: "BS (per processor) = [16, 8, 4] for [2, 4, 8]").
+
+What a point holds comes from its workload's spec: a setting the workload does not take stays None
+(never a default that did not reach the program), and a value the user asked for that the workload
+does not take, or that its spec refuses, is an input error before anything starts.
 """
 
 from __future__ import annotations
@@ -13,10 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from repro.errors import InputError
+from repro.launch.workloads import WORKLOADS, Workload
 from repro.manifest.schema import Stack
 from repro.results.record import Settings
+from repro.workloads.spec import Option
 
-WORKLOADS = ("cnn", "tf_cnn_benchmarks", "allreduce", "tta")
+BACKENDS = ("mpi", "gloo")  # Horovod's controllers
+# what the user typed for each common setting, for messages
+FLAGS = {"model": "--model", "batch_per_worker": "--batch-size", "precision": "--precision", "xla": "--xla",
+         "data_format": "--data-format", "data": "--data", "warmup_steps": "--warmup-steps", "steps": "--steps",
+         "threads": "--threads"}
 
 
 def point_key(point: Settings) -> str:
@@ -28,7 +38,8 @@ def point_key(point: Settings) -> str:
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """What the user asked for; values left None come from the stack's benchmark defaults."""
+    """What the user asked for; values left empty come from the stack's benchmark defaults (where they apply
+    to the workload) or from the workload's own defaults."""
 
     workload: str | None = None
     workers: tuple[int, ...] = (1,)
@@ -37,7 +48,7 @@ class SweepSpec:
     precisions: tuple[str, ...] = ()
     xla: tuple[bool, ...] = ()
     data_format: str | None = None
-    data: str = "synthetic"
+    data: str | None = None
     scaling: Literal["weak", "strong"] = "weak"
     threads: tuple[int | None, ...] = (None,)
     warmup_steps: int | None = None
@@ -46,42 +57,98 @@ class SweepSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _given(spec: SweepSpec) -> dict[str, tuple[Any, ...]]:
+    """The common settings the user set, each as the tuple of values to sweep."""
+    one = {"data_format": spec.data_format, "data": spec.data, "warmup_steps": spec.warmup_steps,
+           "steps": spec.steps}
+    out: dict[str, tuple[Any, ...]] = {k: (v,) for k, v in one.items() if v is not None}
+    many = {"model": spec.models, "batch_per_worker": spec.batch_sizes, "precision": spec.precisions,
+            "xla": spec.xla, "threads": tuple(t for t in spec.threads if t is not None)}
+    out.update({k: tuple(v) for k, v in many.items() if v})
+    return out
+
+
+def _checked(option: Option, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    try:
+        return tuple(option.check(v) for v in values)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _stack_defaults(stack: Stack, workload: Workload) -> dict[str, Any]:
+    """The stack's benchmark defaults, for the throughput workloads its `benchmark` section describes."""
+    if workload.spec.kind != "throughput":
+        return {}
+    b = stack.benchmark
+    return {"model": b.model, "batch_per_worker": b.batch_size, "precision": "fp16" if b.fp16 else "fp32",
+            "xla": b.xla, "data_format": b.data_format, "warmup_steps": b.warmup_steps, "steps": b.steps}
+
+
+def resolve(spec: SweepSpec, stack: Stack) -> tuple[Workload, dict[str, tuple[Any, ...]], dict[str, Any]]:
+    """The workload, the values of each common setting it takes, and its extra options; InputError for any
+    value it does not take or refuses."""
+    name = spec.workload or stack.benchmark.workload
+    workload = WORKLOADS.get(name)
+    given = _given(spec)
+    takes = {o.setting: o for o in workload.spec.options if o.setting and o.bench}
+    refused = [FLAGS[k] for k in given if k not in takes]
+    if refused:
+        raise InputError(f"workload {name} takes no {', '.join(refused)}",
+                         hint=f"{name} takes: {', '.join(FLAGS[k] for k in takes) or 'no common settings'}"
+                         + (f"; and {', '.join(o.flag for o in workload.spec.extra_options)}"
+                            if workload.spec.extra_options else ""))
+    extra_options = {o.name: o for o in workload.spec.extra_options}
+    unknown = [k for k in spec.extra if k not in extra_options]
+    if unknown:
+        flags = ", ".join("--" + k.replace("_", "-") for k in unknown)
+        raise InputError(f"workload {name} takes no {flags}",
+                         hint=f"{name} takes: {', '.join(o.flag for o in extra_options.values()) or 'none'}")
+    extra = {k: _checked(extra_options[k], (v,))[0] for k, v in spec.extra.items()}
+    defaults = _stack_defaults(stack, workload)
+    values: dict[str, tuple[Any, ...]] = {}
+    for setting, option in takes.items():
+        if setting in given:
+            values[setting] = _checked(option, given[setting])
+        elif defaults.get(setting) is not None:
+            values[setting] = (defaults[setting],)
+        else:
+            values[setting] = (None,)  # the program's own default (recorded from its report)
+    if "data" in takes and values["data"] == (None,):
+        values["data"] = ("synthetic",)
+    return workload, values, extra
+
+
 def expand(spec: SweepSpec, stack: Stack) -> list[Settings]:
     """Every point of the sweep, in the order they run (smallest worker count first).
 
     A point is the Settings its records will carry; `hosts` is filled in when it is placed."""
-    bench = stack.benchmark
-    workload = spec.workload or bench.workload
-    if workload not in WORKLOADS:
-        raise InputError(f"unknown workload '{workload}': expected one of {', '.join(WORKLOADS)}")
     if any(w < 1 for w in spec.workers):
         raise InputError("--workers takes whole numbers >= 1")
-    models = spec.models or ((bench.model,) if workload in ("cnn", "tf_cnn_benchmarks") else (None,))
-    batches = spec.batch_sizes or (bench.batch_size,)
-    precisions = spec.precisions or (("fp16" if bench.fp16 else "fp32"),)
-    xlas = spec.xla or (bench.xla,)
-    data_format = spec.data_format or bench.data_format
-    warmup = spec.warmup_steps if spec.warmup_steps is not None else bench.warmup_steps
-    steps = spec.steps if spec.steps is not None else bench.steps
+    bad = [b for b in spec.backends if b not in BACKENDS]
+    if bad or not spec.backends:
+        raise InputError(f"--backends: expected {' or '.join(BACKENDS)}, found {', '.join(bad) or 'nothing'}")
+    workload, values, extra = resolve(spec, stack)
+    per_worker = workload.spec.batch == "per_worker"
+    one = {k: v[0] for k, v in values.items() if k not in ("model", "batch_per_worker", "precision", "xla",
+                                                           "threads")}
     out: list[Settings] = []
-    grid = itertools.product(models, batches, precisions, xlas, spec.threads, spec.backends, sorted(set(spec.workers)))
+    grid = itertools.product(values.get("model", (None,)), values.get("batch_per_worker", (None,)),
+                             values.get("precision", (None,)), values.get("xla", (None,)),
+                             values.get("threads", (None,)), spec.backends, sorted(set(spec.workers)))
     for model, batch, precision, xla, threads, backend, workers in grid:
-        if workload in ("allreduce", "tta"):
-            per, total = (batch, batch * workers) if workload == "tta" else (None, None)
-        elif spec.scaling == "strong":
+        per, total = batch, (batch * workers if batch is not None and per_worker else None)
+        if per_worker and batch is not None and spec.scaling == "strong":
             if batch % workers:
                 raise InputError(f"strong scaling divides the global batch {batch} among {workers} workers: "
                                  "it must divide evenly", hint="choose a global batch that every worker count divides")
             per, total = batch // workers, batch
-        else:
-            per, total = batch, batch * workers
         out.append(Settings(
-            workload=workload, workers=workers, model=model, batch_per_worker=per, global_batch=total,
-            precision=precision, xla=xla, data_format=data_format if workload in ("cnn", "tf_cnn_benchmarks") else None,
-            data=spec.data, scaling=spec.scaling, threads=threads, warmup_steps=warmup, steps=steps,
-            backend=backend, extra=dict(spec.extra),
+            workload=workload.spec.name, workers=workers, model=model, batch_per_worker=per, global_batch=total,
+            precision=precision, xla=xla, data_format=one.get("data_format"), data=one.get("data"),
+            scaling=spec.scaling if per_worker else None, threads=threads, warmup_steps=one.get("warmup_steps"),
+            steps=one.get("steps"), backend=backend, extra=dict(extra),
         ))
-    return sorted(out, key=lambda p: (p.workers, p.backend, str(p.model), p.batch_per_worker or 0))
+    return sorted(out, key=lambda p: (p.workers, p.backend or "", str(p.model), p.batch_per_worker or 0))
 
 
 def sweep_id(stack_hash: str, inventory_key: str, points: list[Settings], repeats: int) -> str:

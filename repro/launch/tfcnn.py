@@ -15,14 +15,8 @@ from repro.errors import InputError
 
 SCRIPT = "tf_cnn_benchmarks.py"  # run from scripts/tf_cnn_benchmarks, or pass the full path
 
-# tf_cnn_benchmarks' ImageNet and CIFAR-10 model names (models/model_config.py)
-MODELS = frozenset({
-    "alexnet", "googlenet", "inception3", "inception4", "lenet", "mobilenet", "nasnet", "nasnetlarge", "overfeat",
-    "resnet50", "resnet50_v1.5", "resnet50_v2", "resnet101", "resnet101_v2", "resnet152", "resnet152_v2",
-    "trivial", "vgg11", "vgg16", "vgg19", "resnet20", "resnet20_v2", "resnet32", "resnet32_v2", "resnet44",
-    "resnet44_v2", "resnet56", "resnet56_v2", "resnet110", "resnet110_v2", "densenet40_k12", "densenet100_k12",
-    "densenet100_k24",
-})
+from repro.workloads.tf_cnn_benchmarks import MODELS  # noqa: E402 - the model names live with the spec
+
 # How papers and Keras write the same models (seed 003: "ResNet-50", "Inception-v3"; Keras: "ResNet50")
 _ALIASES = {"inceptionv3": "inception3", "inceptionv4": "inception4"}
 

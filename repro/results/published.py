@@ -8,7 +8,7 @@
     note, source                          free text kept with the figure
     hosts, global_batch, data, xla, data_format, scaling, workload
                                           further settings, when the source states them
-    gpu, interconnect                     hardware (kept in record.facts, used by compare's hardware check)
+    gpu, interconnect                     hardware (kept in record.hardware, used by compare's hardware check)
     printed_*                             figures the source printed next to images/sec (speedup,
                                           efficiency...), kept verbatim in metrics["printed"] for checking
     any other column                      a setting of the point, in settings.extra (e.g. ps, network)
@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from repro.errors import Diagnostic, InputError, Location
 from repro.launch.tfcnn import canonical_model
-from repro.results.record import Published, RunRecord, Settings, StackRef, new_id, now_iso
+from repro.results.record import Hardware, Published, RunRecord, Settings, StackRef, new_id, now_iso
 
 REQUIRED = ("system", "gpus", "images_per_sec")
 SETTINGS_COLUMNS = {"model", "batch", "precision", "hosts", "global_batch", "data", "xla", "data_format", "scaling",
@@ -122,13 +122,14 @@ def _row(row: dict[str, str], line: int, file: str, stack: StackRef, errors: lis
         errors.append(_diag(file, line, ".".join(map(str, first["loc"])), first["msg"], "a valid setting",
                             str(first.get("input"))))
         return None
-    facts = {k: cell[k] for k in ("gpu", "interconnect") if cell.get(k)}
+    declared = {k: cell[k] for k in ("gpu", "interconnect") if cell.get(k)}
+    hardware = Hardware(**declared) if declared else None
     printed = {k.removeprefix("printed_"): v for k, v in cell.items() if k.startswith("printed_") and v}
     metrics: dict[str, Any] = {"source_file": Path(file).name, "source_line": line}
     if printed:
         metrics["printed"] = printed
     common: dict[str, Any] = dict(id=new_id(), created=now_iso(), origin="published", stack=stack, settings=parsed,
-                                  runtime="imported", facts=facts, metrics=metrics)
+                                  runtime="imported", hardware=hardware, metrics=metrics)
     if figure is None:
         return RunRecord(status="failed", failure=f"the source gives no figure for this point: {raw or 'blank'!r}"
                          + (f" ({cell['note']})" if cell.get("note") else ""), **common)

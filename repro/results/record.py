@@ -11,9 +11,13 @@ import secrets
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-SCHEMA_VERSION = 1
+from repro.errors import ResultsError
+from repro.manifest.software import Software, from_host_probe
+from repro.results.provenance import FACTS_FORMAT, LOCK_FORMAT, HostFacts, ImageLock
+
+SCHEMA_VERSION = 2  # 1: lock and facts as plain JSON (read and migrated by parse_record)
 
 
 class _Frozen(BaseModel):
@@ -50,10 +54,10 @@ class Settings(_Frozen):
     model: str | None = None
     batch_per_worker: int | None = None
     global_batch: int | None = None
-    precision: Literal["fp32", "fp16"] = "fp32"
-    xla: bool = False
+    precision: Literal["fp32", "fp16"] | None = None  # None: not a setting of this workload, or not known
+    xla: bool | None = None
     data_format: str | None = None
-    data: str = "synthetic"
+    data: str | None = None  # synthetic, real, or a directory
     workers: int = 1
     hosts: int = 1
     scaling: Literal["weak", "strong"] | None = None
@@ -99,6 +103,14 @@ class Published(_Frozen):
     note: str = ""
 
 
+class Hardware(_Frozen):
+    """Hardware a run declares rather than measured facts show (imported logs, published tables)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    gpu: str | None = None  # GPU model, e.g. "Tesla V100-SXM2-16GB"
+    interconnect: str | None = None
+
+
 class RunRecord(_Frozen):
     """One measured (or imported) benchmark point."""
 
@@ -109,21 +121,81 @@ class RunRecord(_Frozen):
     failure: str | None = None
     origin: Literal["bench", "import", "published"] = "bench"
     stack: StackRef
-    lock: dict[str, Any] | None = None
+    image: ImageLock | None = None  # the lock of the image the ranks ran in (docker and other container runtimes)
+    host_software: dict[str, Software] = Field(default_factory=dict)  # per host, for the host runtime
     sweep: SweepRef | None = None
     settings: Settings
-    runtime: str = "host"  # docker | host | imported
+    runtime: str = "host"  # a runtime's name (docker, host, ...), or imported
     hosts: list[HostRef] = Field(default_factory=list)
     ranks: list[RankResult] = Field(default_factory=list)
-    facts: dict[str, Any] = Field(default_factory=dict)
+    facts: dict[str, HostFacts] = Field(default_factory=dict)  # per host, as `repro prepare` gathered them
+    hardware: Hardware | None = None
     command: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    resolved: dict[str, Any] = Field(default_factory=dict)  # every setting as the workload reported it ran
     software: dict[str, Any] = Field(default_factory=dict)
     world: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)
     published: Published | None = None
     duration_s: float | None = None
     log_tail: str = ""
+
+
+class RecordVersionError(ResultsError):
+    """A record written by a newer repro (a schema version this one does not know)."""
+
+
+class RecordError(ResultsError):
+    """A record that is not valid JSON of any schema version this repro reads."""
+
+
+def _migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 -> 2: `lock` became `image` (an image lock) or `host_software` (the host runtime's probe), and
+    facts became typed per-host HostFacts, with declared hardware (imports) moved to `hardware`."""
+    out = dict(data)
+    lock = out.pop("lock", None)
+    if isinstance(lock, dict) and lock.get("format") == LOCK_FORMAT:
+        out["image"] = lock
+    elif isinstance(lock, dict) and lock.get("runtime") == "host" and isinstance(lock.get("hosts"), dict):
+        out["host_software"] = {h: from_host_probe(v).model_dump() for h, v in lock["hosts"].items()
+                                if isinstance(v, dict)}
+    facts = out.get("facts") or {}
+    out["facts"] = {k: v for k, v in facts.items() if isinstance(v, dict) and v.get("format") == FACTS_FORMAT}
+    declared = {k: v for k, v in facts.items() if not isinstance(v, dict) and v is not None}
+    if declared:
+        out["hardware"] = {k: str(v) for k, v in declared.items()}
+    out["schema_version"] = SCHEMA_VERSION
+    return out
+
+
+MIGRATIONS = {1: _migrate_v1}
+
+
+def parse_record(data: Any, where: str = "record") -> RunRecord:
+    """The one way from stored JSON to a RunRecord: version check, migration of older schemas, validation.
+
+    RecordVersionError for a newer schema, RecordError for anything else that is not a record; both name
+    `where` (the file).
+    """
+    if not isinstance(data, dict):
+        raise RecordError(f"{where}: not a record (a JSON object expected, found {type(data).__name__})")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise RecordError(f"{where}: not a record (no schema_version)")
+    if version > SCHEMA_VERSION:
+        raise RecordVersionError(f"{where}: record schema version {version} is newer than this repro reads "
+                                 f"({SCHEMA_VERSION})", hint="upgrade repro to read it")
+    while version < SCHEMA_VERSION:
+        if version not in MIGRATIONS:
+            raise RecordError(f"{where}: record schema version {version} is not supported")
+        data = MIGRATIONS[version](data)
+        version = data["schema_version"]
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(x) for x in first.get("loc", ()))
+        raise RecordError(f"{where}: invalid record: {field}: {first['msg']}") from None
 
 
 def new_id(now: datetime | None = None) -> str:

@@ -22,10 +22,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from repro.errors import ResultsError
-from repro.results.record import SCHEMA_VERSION, RunRecord
+from repro.results.provenance import HostFacts, ImageLock
+from repro.results.record import RunRecord, parse_record
 
 DEFAULT_ROOT = "results"
 
@@ -76,18 +75,12 @@ class Store:
 
     @staticmethod
     def load(path: Path) -> RunRecord:
-        """One record JSON file, checked: readable, this schema version, valid."""
+        """One record JSON file, checked and migrated to the current schema (repro.results.record.parse_record)."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ResultsError(f"{path}: unreadable record ({exc})") from None
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if version != SCHEMA_VERSION:
-            raise ResultsError(f"{path}: record schema version {version}, this repro reads {SCHEMA_VERSION}")
-        try:
-            return RunRecord.model_validate(data)
-        except ValidationError as exc:
-            raise ResultsError(f"{path}: invalid record: {exc.errors()[0]['msg']}") from None
+        return parse_record(data, str(path))
 
     def records(self, where: Callable[[RunRecord], bool] | None = None, *, stack_hash: str | None = None
                 ) -> list[RunRecord]:
@@ -116,35 +109,36 @@ class Store:
     def lock_path(self, stack_hash: str) -> Path:
         return self.root / "locks" / f"{stack_hash}.json"
 
-    def put_lock(self, stack_hash: str, lock: dict[str, Any]) -> Path:
+    def put_lock(self, stack_hash: str, lock: ImageLock) -> Path:
         path = self.lock_path(stack_hash)
-        write_json_atomic(path, lock)
+        write_json_atomic(path, lock.model_dump(mode="json"))
         return path
 
-    def lock(self, stack_hash: str) -> dict[str, Any] | None:
+    def lock(self, stack_hash: str) -> ImageLock | None:
+        """The stack's image lock, or None when `repro up` has not locked it in this store."""
         path = self.lock_path(stack_hash)
         if not path.exists():
             return None
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ResultsError(f"{path}: unreadable lock ({exc})") from None
+            return ImageLock.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise ResultsError(f"{path}: unreadable lock ({str(exc).splitlines()[0]})") from None
 
     # -- host facts
     def facts_dir(self, inventory: str | Path) -> Path:
         return self.root / "facts" / inventory_key(inventory)
 
-    def put_facts(self, inventory: str | Path, host: str, facts: dict[str, Any]) -> Path:
+    def put_facts(self, inventory: str | Path, host: str, facts: HostFacts) -> Path:
         path = self.facts_dir(inventory) / f"{host}.json"
-        write_json_atomic(path, facts)
+        write_json_atomic(path, facts.model_dump(mode="json"))
         return path
 
-    def facts(self, inventory: str | Path) -> dict[str, dict[str, Any]]:
-        """Host name -> facts last gathered by `repro prepare` for this inventory."""
+    def facts(self, inventory: str | Path) -> dict[str, HostFacts]:
+        """Host name -> facts last gathered by `repro prepare` for this inventory (unreadable files skipped)."""
         out = {}
         for path in sorted(self.facts_dir(inventory).glob("*.json")):
             try:
-                out[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+                out[path.stem] = HostFacts.model_validate(json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError):
                 continue
         return out

@@ -28,10 +28,10 @@ def link_gbps(record: RunRecord) -> float | None:
     """The slowest link among the record's hosts, from the facts `repro prepare` gathered."""
     speeds = []
     for host in record.hosts:
-        facts = record.facts.get(host.name) or {}
-        # repro.facts/1 keeps the speed of the host's MPI/NCCL interface (repro_interface) there
-        value = (facts.get("interface") or {}).get("link_gbps")
-        if isinstance(value, (int, float)) and value > 0:
+        facts = record.facts.get(host.name)
+        # the facts keep the speed of the host's MPI/NCCL interface (repro_interface)
+        value = facts.interface.link_gbps if facts else None
+        if value is not None and value > 0:
             speeds.append(float(value))
     return min(speeds) if speeds else None
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from . import WorkloadError
 from ._net import local_ipv4_addresses, prepare_gloo_environment
+from .spec import ArgumentParser, Option  # noqa: F401 - ArgumentParser is part of this module's API
 
 FORMAT = "repro.workload/1"
 RESULT_PREFIX = "REPRO_RESULT "
@@ -49,13 +50,6 @@ _UNRECORDED_ENV = frozenset(
 # --------------------------------------------------------------------------- arguments
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse that raises WorkloadError instead of printing usage, so every failure is one line."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise WorkloadError(f"{self.prog}: {message}")
-
-
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     value = int(text)
@@ -80,23 +74,18 @@ def positive_float(text: str) -> float:
     return value
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags every workload takes: thread counts, seed, output file."""
-    parser.add_argument(
-        "--intra-threads",
-        type=non_negative_int,
-        default=0,
-        help="TensorFlow intra-op threads per worker (0: usable cores / workers on the host)",
-    )
-    parser.add_argument(
-        "--inter-threads",
-        type=non_negative_int,
-        default=0,
-        help="TensorFlow inter-op threads per worker (0: min(2, intra-op threads))",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=1234, help="random seed (rank r uses seed + r where it must differ)"
-    )
+# Options every workload takes besides its own (threads and seed), declared as the spec declares its own.
+COMMON_OPTIONS = (
+    Option("intra_threads", int, 0, "TensorFlow intra-op threads per worker (0: usable cores / workers on the host)",
+           minimum=0, setting="threads", sweep=True),
+    Option("inter_threads", int, 0, "TensorFlow inter-op threads per worker (0: min(2, intra-op threads))",
+           minimum=0, bench=False),
+    Option("seed", int, 1234, "random seed (rank r uses seed + r where it must differ)", bench=False),
+)
+
+
+def add_output_argument(parser: argparse.ArgumentParser) -> None:
+    """--output FILE: where rank 0 also writes the result JSON (not an option of the measurement)."""
     parser.add_argument("--output", default=None, help="also write the result JSON to this file (rank 0)")
 
 

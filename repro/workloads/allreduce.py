@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _common as common
-from ._common import ArgumentParser, WorkloadError, positive_int, run_main
+from ._common import WorkloadError, run_main
+from .spec import ArgumentParser, Option, WorkloadSpec
 
 DTYPES = {"fp32": ("float32", 4), "fp16": ("float16", 2), "fp64": ("float64", 8), "int32": ("int32", 4)}
 
@@ -96,18 +97,29 @@ def mean_over_ranks(per_rank: Sequence[Sequence[float]]) -> list[float]:
     return [sum(r[i] for r in per_rank) / count for i in range(lengths.pop())]
 
 
+SPEC = WorkloadSpec(
+    name="allreduce",
+    summary=__doc__.split("\n\n")[0],
+    kind="allreduce",
+    module="repro.workloads.allreduce",
+    batch=None,
+    options=(
+        Option("min_exp", float, 0.0, "smallest size is 10**min-exp elements", minimum=0),
+        Option("max_exp", float, 8.0, "largest size is 10**max-exp elements", minimum=0),
+        Option("num", int, 80, "log-spaced points (before deduplication)", minimum=1),
+        Option("sizes", str, None, "explicit element counts, comma-separated (overrides the above)",
+               pattern=r"[0-9]+(,[0-9]+)*", pattern_help="comma-separated whole numbers"),
+        Option("dtypes", str, "fp32,fp16", "comma-separated, from fp32, fp16", items=("fp32", "fp16")),
+        Option("iterations", int, 100, "timed all-reduces per size and dtype", minimum=1),
+        Option("warmup", int, 10, "untimed all-reduces first", minimum=0),
+        *common.COMMON_OPTIONS,
+    ),
+)
+
+
 def build_parser() -> ArgumentParser:
-    """The workload's flags."""
-    parser = ArgumentParser(prog="repro.workloads.allreduce", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--min-exp", type=float, default=0.0, help="smallest size is 10**min-exp elements")
-    parser.add_argument("--max-exp", type=float, default=8.0, help="largest size is 10**max-exp elements")
-    parser.add_argument("--num", type=positive_int, default=80, help="log-spaced points (before deduplication)")
-    parser.add_argument("--sizes", default=None, help="explicit element counts, comma-separated (overrides the above)")
-    parser.add_argument("--dtypes", default="fp32,fp16", help=f"comma-separated, from {', '.join(DTYPES)}")
-    parser.add_argument("--iterations", type=positive_int, default=100, help="timed all-reduces per size and dtype")
-    parser.add_argument("--warmup", type=common.non_negative_int, default=10, help="untimed all-reduces first")
-    common.add_common_arguments(parser)
-    return parser
+    """The workload's flags, from its SPEC."""
+    return SPEC.parser(common.add_output_argument)
 
 
 def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:

@@ -22,34 +22,39 @@ from typing import Any
 
 from . import _common as common
 from . import models
-from ._common import ArgumentParser, WorkloadError, non_negative_int, positive_float, positive_int, run_main
+from ._common import WorkloadError, run_main
 from .data import tfrecord_dataset, tfrecord_files
+from .spec import ArgumentParser, Option, WorkloadSpec
+
+SPEC = WorkloadSpec(
+    name="cnn",
+    summary=__doc__.split("\n\n")[0],
+    kind="throughput",
+    module="repro.workloads.cnn",
+    models=models.MODELS,
+    options=(
+        Option("model", str, "resnet50", "the network", choices=models.MODELS, setting="model", sweep=True),
+        Option("batch_size", int, 32, "per worker", minimum=1, setting="batch_per_worker", sweep=True),
+        Option("image_size", int, None, "default: 224, 299 inception3, 32 CIFAR", minimum=1, bench=False),
+        Option("num_classes", int, None, "default: 1000, 10 for CIFAR models", minimum=1, bench=False),
+        Option("data", str, "synthetic", "'synthetic' or a directory of ImageNet TFRecords", setting="data"),
+        Option("label_offset", int, 0, "subtracted from TFRecord labels (1: 1-based labels)", bench=False),
+        Option("precision", str, "fp32", "fp16: mixed_float16 + loss scaling", choices=("fp32", "fp16"),
+               setting="precision", sweep=True),
+        Option("xla", bool, False, "compile forward and loss with XLA", setting="xla", sweep=True),
+        Option("data_format", str, "NHWC", "NCHW needs a GPU", choices=("NHWC", "NCHW"), setting="data_format"),
+        Option("warmup_steps", int, 10, "steps before the measured ones", minimum=0, setting="warmup_steps"),
+        Option("steps", int, 100, "measured steps after warm-up", minimum=1, setting="steps"),
+        Option("learning_rate", float, 0.01, "SGD learning rate", minimum=0, exclusive_minimum=True, bench=False),
+        Option("momentum", float, 0.9, "SGD momentum", bench=False),
+        *common.COMMON_OPTIONS,
+    ),
+)
 
 
 def build_parser() -> ArgumentParser:
-    """The workload's flags."""
-    parser = ArgumentParser(prog="repro.workloads.cnn", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="resnet50", choices=models.MODELS)
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="per worker")
-    parser.add_argument("--image-size", type=positive_int, default=None, help="default: 224, 299 inception3, 32 CIFAR")
-    parser.add_argument("--num-classes", type=positive_int, default=None, help="default: 1000, 10 for CIFAR models")
-    parser.add_argument("--data", default="synthetic", help="'synthetic' or a directory of ImageNet TFRecords")
-    parser.add_argument(
-        "--label-offset", type=int, default=0, help="subtracted from TFRecord labels (1: 1-based labels)"
-    )
-    parser.add_argument(
-        "--precision", default="fp32", choices=("fp32", "fp16"), help="fp16: mixed_float16 + loss scaling"
-    )
-    # two flags rather than BooleanOptionalAction, which needs Python 3.9
-    parser.add_argument("--xla", dest="xla", action="store_true", help="compile forward and loss with XLA")
-    parser.add_argument("--no-xla", dest="xla", action="store_false", help="no XLA (the default)")
-    parser.add_argument("--data-format", default="NHWC", choices=("NHWC", "NCHW"), help="NCHW needs a GPU")
-    parser.add_argument("--warmup-steps", type=non_negative_int, default=10)
-    parser.add_argument("--steps", type=positive_int, default=100, help="measured steps after warm-up")
-    parser.add_argument("--learning-rate", type=positive_float, default=0.01)
-    parser.add_argument("--momentum", type=float, default=0.9)
-    common.add_common_arguments(parser)
-    return parser
+    """The workload's flags, from its SPEC."""
+    return SPEC.parser(common.add_output_argument)
 
 
 def resolve_settings(args: Any) -> dict[str, Any]:

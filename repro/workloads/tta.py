@@ -33,8 +33,9 @@ from typing import Any
 
 from . import _common as common
 from . import models
-from ._common import ArgumentParser, WorkloadError, non_negative_int, positive_float, positive_int, run_main
+from ._common import WorkloadError, run_main
 from .data import ArrayData, RecordData, load_cifar10, load_digits, load_imagenet
+from .spec import ArgumentParser, Option, WorkloadSpec
 
 DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
     "digits": {
@@ -122,28 +123,42 @@ def parse_dataset(text: str) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------- the run
 
 
+SPEC = WorkloadSpec(
+    name="tta",
+    summary=__doc__.split("\n\n")[0],
+    kind="tta",
+    module="repro.workloads.tta",
+    models=("digits_cnn", *models.MODELS),
+    options=(
+        Option("dataset", str, "digits", "digits, cifar10:DIR or imagenet:DIR",
+               pattern=r"digits|(cifar10|imagenet):.+", pattern_help="digits, cifar10:DIR or imagenet:DIR"),
+        Option("model", str, None, "default: digits_cnn, resnet20 (cifar10), resnet50 (imagenet)",
+               choices=("digits_cnn", *models.MODELS), setting="model", sweep=True),
+        Option("batch_size", int, None, "per worker (default: the dataset's)", minimum=1, setting="batch_per_worker",
+               sweep=True),
+        Option("learning_rate", float, None, "base rate for one worker", minimum=0, exclusive_minimum=True),
+        Option("momentum", float, 0.9, "SGD momentum", bench=False),
+        Option("weight_decay", float, None, "L2 weight decay", bench=False),
+        Option("warmup_epochs", float, None, "default log2(workers)", minimum=0, bench=False),
+        Option("decay_factor", float, 0.1, "learning-rate factor on a plateau", minimum=0, exclusive_minimum=True,
+               bench=False),
+        Option("plateau_patience", int, 2, "epochs without improvement before decaying", minimum=1, bench=False),
+        Option("target_accuracy", float, None, "validation top-1 to reach", minimum=0, exclusive_minimum=True),
+        Option("max_epochs", int, None, "stop after this many epochs", minimum=1),
+        Option("max_seconds", float, 3600.0, "stop after this much training time", minimum=0, exclusive_minimum=True),
+        Option("validation_fraction", float, 0.2, "digits: share held out", bench=False),
+        Option("split_seed", int, 0, "digits: seed of the hold-out split", bench=False),
+        Option("image_size", int, 224, "imagenet only", minimum=1, bench=False),
+        Option("label_offset", int, 0, "imagenet: subtracted from labels", bench=False),
+        Option("train_examples", int, 0, "imagenet: records (0: count)", minimum=0, bench=False),
+        *common.COMMON_OPTIONS,
+    ),
+)
+
+
 def build_parser() -> ArgumentParser:
-    """The workload's flags (None means: the dataset's default)."""
-    parser = ArgumentParser(prog="repro.workloads.tta", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="digits", help="digits, cifar10:DIR or imagenet:DIR")
-    parser.add_argument("--model", default=None, help="default: digits_cnn, resnet20 (cifar10), resnet50 (imagenet)")
-    parser.add_argument("--batch-size", type=positive_int, default=None, help="per worker")
-    parser.add_argument("--learning-rate", type=positive_float, default=None, help="base rate for one worker")
-    parser.add_argument("--momentum", type=float, default=0.9)
-    parser.add_argument("--weight-decay", type=float, default=None)
-    parser.add_argument("--warmup-epochs", type=float, default=None, help="default log2(workers)")
-    parser.add_argument("--decay-factor", type=positive_float, default=0.1)
-    parser.add_argument("--plateau-patience", type=positive_int, default=2)
-    parser.add_argument("--target-accuracy", type=positive_float, default=None, help="validation top-1 to reach")
-    parser.add_argument("--max-epochs", type=positive_int, default=None)
-    parser.add_argument("--max-seconds", type=positive_float, default=3600.0)
-    parser.add_argument("--validation-fraction", type=float, default=0.2, help="digits: share held out")
-    parser.add_argument("--split-seed", type=int, default=0, help="digits: seed of the hold-out split")
-    parser.add_argument("--image-size", type=positive_int, default=224, help="imagenet only")
-    parser.add_argument("--label-offset", type=int, default=0, help="imagenet: subtracted from labels")
-    parser.add_argument("--train-examples", type=non_negative_int, default=0, help="imagenet: records (0: count)")
-    common.add_common_arguments(parser)
-    return parser
+    """The workload's flags (None means: the dataset's default), from its SPEC."""
+    return SPEC.parser(common.add_output_argument)
 
 
 def resolve_settings(args: Any) -> dict[str, Any]:

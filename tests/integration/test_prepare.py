@@ -28,9 +28,9 @@ import pytest
 import yaml
 
 from repro.hosts.facts import load
-from repro.hosts.prepare import prepare
 from repro.hosts.readiness import FAIL, evaluate
 from repro.manifest import load_stack
+from repro.pipeline.prepare import prepare
 from repro.results.store import Store
 from tests.cluster.fixtures import Cluster, ClusterHost
 

@@ -20,7 +20,8 @@ from repro.compare.select import Filters, select
 from repro.errors import ResultsError
 from repro.manifest import load_stack
 from repro.results import stats
-from repro.results.record import Published, RankResult, RunRecord, Settings, StackRef, new_id
+from repro.results.provenance import HostFacts, ImageLock, LockImage, LockSshd, LockStack
+from repro.results.record import Hardware, Published, RankResult, RunRecord, Settings, StackRef, new_id
 from repro.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ def stack_ref(name: str, manifest: dict | None = None, digest: str | None = None
 def record(stack: StackRef, ips: float, *, workers: int = 1, hosts: int = 1, steps: int = 30, noise: float = 0.01,
            run_noise: float = 0.0, seed: int = 0, model: str = "resnet50", batch: int = 64, xla: bool = False,
            device: str = V100, lock: dict | None = None, status: str = "ok", facts: dict | None = None,
-           workload: str = "cnn", metrics: dict | None = None) -> RunRecord:
+           hardware: Hardware | None = None, workload: str = "cnn", metrics: dict | None = None) -> RunRecord:
     """One repeat whose job processes `ips` images/sec (per-step noise, and run-to-run noise of the mean)."""
     rng = np.random.default_rng(seed)
     step = batch * workers / ips * (1 + run_noise * rng.standard_normal())
@@ -48,10 +49,18 @@ def record(stack: StackRef, ips: float, *, workers: int = 1, hosts: int = 1, ste
         ranks = [RankResult(rank=r, device=device, step_times=[float(x) for x in shared], items_per_step=batch)
                  for r in range(workers)]
     return RunRecord(id=new_id(), created="2024-05-01T00:00:00+00:00", status=status,
-                     failure=None if status == "ok" else "mpirun exited with status 1", stack=stack, lock=lock,
+                     failure=None if status == "ok" else "mpirun exited with status 1", stack=stack,
+                     image=image_lock(lock) if lock else None,
                      settings=Settings(workload=workload, model=model, batch_per_worker=batch, xla=xla,
                                        workers=workers, hosts=hosts, global_batch=batch * workers),
-                     ranks=ranks, facts=facts or {}, metrics=metrics or {})
+                     ranks=ranks, facts={h: HostFacts.model_validate(f) for h, f in (facts or {}).items()},
+                     hardware=hardware, metrics=metrics or {})
+
+
+def image_lock(versions: dict) -> ImageLock:
+    """The lock of an image in which these versions were found (the rest the same for every image)."""
+    return ImageLock(stack=LockStack(name="s", hash="h"), image=LockImage(tag="t", id="sha256:0"),
+                     sshd=LockSshd(port=50000), versions=versions)
 
 
 def put(store: Store, records: list[RunRecord]) -> None:
@@ -236,7 +245,7 @@ def test_a_published_gpu_name_matches_the_device_string_it_abbreviates():
     published = RunRecord(id=new_id(), created="2020-01-01T00:00:00+00:00", status="ok", origin="published",
                           stack=stack_ref("paper"),
                           settings=Settings(workload="cnn", model="resnet50", batch_per_worker=64),
-                          published=Published(images_per_sec=300.0), facts={"gpu": "V100"})
+                          published=Published(images_per_sec=300.0), hardware=Hardware(gpu="V100"))
     result = compare([published], [record(stack_ref("mine"), 330, device=V100)])
     assert not result.changes.hardware and result.throughput[0].ratio.ratio == pytest.approx(1.1, rel=0.01)
     with pytest.raises(ResultsError, match="gpu: V100 → NVIDIA A100-SXM4-80GB"):
@@ -259,9 +268,9 @@ def test_host_facts_recorded_by_bench_give_the_interconnect():
 
 
 def test_interconnect_from_facts_and_host_count_are_hardware(store):
-    old = [record(stack_ref("old"), 100, workers=8, hosts=2, seed=i, facts={"h1": {"interconnect": "ib"}})
+    old = [record(stack_ref("old"), 100, workers=8, hosts=2, seed=i, hardware=Hardware(interconnect="ib"))
            for i in range(2)]
-    new = [record(stack_ref("new"), 100, workers=8, hosts=1, seed=9 + i, facts={"interconnect": "ethernet"})
+    new = [record(stack_ref("new"), 100, workers=8, hosts=1, seed=9 + i, hardware=Hardware(interconnect="ethernet"))
            for i in range(2)]
     with pytest.raises(ResultsError, match="interconnect: ib → ethernet; hosts: 2 → 1"):
         compare(old, new)

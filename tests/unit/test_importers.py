@@ -231,7 +231,7 @@ def test_baseline_table_rows_become_published_records():
     assert first.published.images_per_sec == 329 and first.published.top1 == 0.7318
     assert first.published.top5 == 0.9107 and first.published.system == "Cruiser5"
     assert first.settings.workers == 2 and first.settings.hosts == 2 and first.settings.scaling == "strong"
-    assert first.settings.extra == {"system": "Cruiser5"} and first.facts == {"gpu": "P100"}
+    assert first.settings.extra == {"system": "Cruiser5"} and first.hardware.gpu == "P100" and not first.facts
     assert records[3].settings.model == "vgg16"
 
 

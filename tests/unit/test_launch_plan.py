@@ -10,15 +10,24 @@ import pytest
 from repro.errors import InputError
 from repro.hosts.inventory import Host, Inventory
 from repro.launch import collect
-from repro.launch.plan import SshOptions, host_list, mpirun_argv, place, plan_point
+from repro.launch.launchers import LAUNCHERS, SshOptions, for_backend
+from repro.launch.placement import host_list, place
+from repro.launch.plan import FORWARDED_HOST, PlanContext, plan_point
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
-from repro.launch.runtime import host_mismatches
+from repro.launch.runtimes import Outcome, RuntimeReport
 from repro.manifest import load_stack
+from repro.manifest.software import from_host_probe, mismatches
 from repro.results.record import StackRef, SweepRef, redact_argv, redact_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = load_stack(ROOT / "stacks" / "cpu-tf215.yaml")
 GPU = load_stack(ROOT / "stacks" / "tf114-cuda10.yaml")
+
+
+def plan_of(point, inventory, runtime, **ctx):
+    """The plan of `point` on `inventory` (placed), with the launcher its controller needs."""
+    context = PlanContext(launcher=for_backend(point.backend), **ctx)
+    return plan_point(point, place(inventory, point.workers), runtime, context)
 
 
 def cluster(slots: int = 1, hosts: int = 2) -> Inventory:
@@ -68,7 +77,8 @@ def test_point_keys_and_sweep_ids_are_stable_and_distinct():
 
 def test_mpirun_line_keeps_host_key_checking_on_and_forwards_env():
     ssh = SshOptions(50000, "/root/.ssh/k", "/root/.ssh/kh")
-    argv = mpirun_argv(place(cluster(), 2), ["python3", "-m", "x"], ["NCCL_DEBUG"], interface="ib0", ssh=ssh)
+    argv = LAUNCHERS.get("mpirun").argv(place(cluster(), 2), ["python3", "-m", "x"], ["NCCL_DEBUG"], interface="ib0",
+                                        ssh=ssh, forwarded=FORWARDED_HOST)
     joined = " ".join(argv)
     assert argv[:2] == ["mpirun", "--allow-run-as-root"] and argv[-3:] == ["python3", "-m", "x"]
     assert "-H 10.9.0.1:1,10.9.0.2:1" in joined
@@ -81,7 +91,7 @@ def test_mpirun_line_keeps_host_key_checking_on_and_forwards_env():
 
 def test_gloo_backend_wraps_mpirun_with_the_rendezvous_launcher():
     (p,) = expand(SweepSpec(workers=(2,), backends=("gloo",)), CPU.stack)
-    plan = plan_point(p, cluster(), runtime="docker", stack_env={}, gpu=False, run_id="r1", image="img:1")
+    plan = plan_of(p, cluster(), "docker", stack_env={}, gpu=False, run_id="r1", image="img:1")
     argv = plan.launch_argv
     assert argv[:3] == ["python3", "-m", "repro.workloads.gloo"]
     assert argv[argv.index("--hosts") + 1] == "10.9.0.1:1,10.9.0.2:1"
@@ -94,8 +104,8 @@ def test_docker_plan_starts_one_labelled_container_per_host_without_privileges()
     inv = Inventory("inv", tuple(Host(name=f"n{i}", address=f"10.0.0.{i}", slots=1, gpus=4,
                                       docker_host="unix:///var/run/docker.sock", dataset_dir="/imagenet")
                                  for i in (1, 2)))
-    plan = plan_point(p, inv, runtime="docker", stack_env=dict(GPU.stack.env), gpu=True, run_id="r9",
-                      image="repro/stack:abc", ssh_port=50000, infiniband=True)
+    plan = plan_of(p, inv, "docker", stack_env=dict(GPU.stack.env), gpu=True, run_id="r9",
+                   image="repro/stack:abc", ssh_port=50000, infiniband=True)
     (c1, c2) = plan.containers
     run = c1.run_argv
     assert "--privileged" not in run
@@ -112,11 +122,11 @@ def test_docker_plan_starts_one_labelled_container_per_host_without_privileges()
 def test_host_runtime_refuses_mismatched_software():
     found = {"python": "3.11.2", "tensorflow": "2.14.0", "horovod": "0.28.1",
              "horovod_built": {"mpi": True, "gloo": False}, "mpi": "mpirun (Open MPI) 4.1.4"}
-    problems = host_mismatches(CPU.stack, found, backend="gloo")
-    assert any("TensorFlow 2.14.0" in p for p in problems)
-    assert any("without Gloo" in p for p in problems)
+    problems = mismatches(CPU.stack, from_host_probe(found), where="host", backend="gloo")
+    assert "tensorflow: pinned 2.15.1, found 2.14.0" in problems
+    assert "horovod gloo controller: needed by --backends gloo, found Gloo not built in" in problems
     ok = {**found, "tensorflow": "2.15.1", "horovod_built": {"mpi": True, "gloo": True}}
-    assert host_mismatches(CPU.stack, ok, backend="gloo") == []
+    assert mismatches(CPU.stack, from_host_probe(ok), where="host", backend="gloo") == []
 
 
 def _result(addresses_by_rank):
@@ -131,11 +141,11 @@ def _result(addresses_by_rank):
 
 def test_collect_maps_ranks_to_hosts_by_address_not_hostname():
     (p,) = expand(SweepSpec(workers=(2,)), CPU.stack)
-    plan = plan_point(p, cluster(), runtime="docker", stack_env={"API_TOKEN": "s3cret"}, gpu=False, run_id="r",
-                      image="img")
-    ctx = collect.Context(StackRef(name="cpu", hash="abc"), None, SweepRef(id="sw", point=point_key(p)), "docker")
+    plan = plan_of(p, cluster(), "docker", stack_env={"API_TOKEN": "s3cret"}, gpu=False, run_id="r", image="img")
+    ctx = collect.Context(StackRef(name="cpu", hash="abc"), RuntimeReport(), SweepRef(id="sw", point=point_key(p)),
+                          "docker")
     out = "noise\nREPRO_RESULT " + json.dumps(_result([["10.9.0.1"], ["10.9.0.2", "172.17.0.1"]])) + "\n"
-    rec = collect.record(p, plan, ctx, stdout=out, stderr="", returncode=0, duration_s=3.2)
+    rec = collect.record(p, plan, ctx, Outcome(out, "", 0, 3.2))
     assert rec.status == "ok"
     assert [r.host for r in rec.ranks] == ["h1", "h2"]
     assert rec.settings.hosts == 2 and rec.settings.workers == 2
@@ -144,9 +154,10 @@ def test_collect_maps_ranks_to_hosts_by_address_not_hostname():
 
 def test_collect_without_a_result_is_a_failed_record_with_the_reason():
     (p,) = expand(SweepSpec(workers=(1,)), CPU.stack)
-    plan = plan_point(p, cluster(), runtime="host", stack_env={}, gpu=False, run_id="r")
-    ctx = collect.Context(StackRef(name="cpu", hash="abc"), None, SweepRef(id="sw", point=point_key(p)), "host")
-    rec = collect.record(p, plan, ctx, stdout="Traceback...", stderr="boom", returncode=1, duration_s=1.0)
+    plan = plan_of(p, cluster(), "host", stack_env={}, gpu=False, run_id="r")
+    ctx = collect.Context(StackRef(name="cpu", hash="abc"), RuntimeReport(), SweepRef(id="sw", point=point_key(p)),
+                          "host")
+    rec = collect.record(p, plan, ctx, Outcome("Traceback...", "boom", 1, 1.0))
     assert rec.status == "failed" and "exit 1" in rec.failure and "boom" in rec.log_tail
 
 

@@ -19,6 +19,7 @@ from repro.image import render, verify
 from repro.image.build import BuildOptions, plan_build
 from repro.image.render import RenderOptions, render_apptainer, render_dockerfile
 from repro.manifest import load_stack
+from repro.manifest.software import same
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
@@ -341,9 +342,9 @@ def test_version_and_package_mismatches_say_pinned_and_found():
 
 
 def test_gpu_versions_compare_by_release_line():
-    assert verify.same("2.5.6", "2.5.6-1+cuda10.0") and verify.same("7.6.5", "7.6.5.32-1+cuda10.0")
-    assert verify.same("4.3-1", "4.3-1.0.1.0") and verify.same("10.0", "10.0.130")
-    assert not verify.same("2.5.6", "2.4.8-1+cuda10.0") and not verify.same("7.6.5", None)
+    assert same("2.5.6", "2.5.6-1+cuda10.0") and same("7.6.5", "7.6.5.32-1+cuda10.0")
+    assert same("4.3-1", "4.3-1.0.1.0") and same("10.0", "10.0.130")
+    assert not same("2.5.6", "2.4.8-1+cuda10.0") and not same("7.6.5", None)
 
 
 # -- the build stream (pure) ----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from repro.results.allreduce_plot import plot_allreduce
+from repro.results.provenance import HostFacts, Link
 from repro.results.record import HostRef, RunRecord, Settings, StackRef
 from repro.results.summary import GBIT, allreduce_report, allreduce_rows, tta_report
 
@@ -16,7 +17,7 @@ def allreduce_record(backend: str, link: float | None = None) -> RunRecord:
                         "latency_median": latency, "algbw_median": size / latency,
                         "busbw_median": size / latency})
     # host facts as `repro prepare` stores them (repro.facts/1): the speed is the MPI/NCCL interface's
-    facts = {h: {"format": "repro.facts/1", "interface": {"name": "eth0", "link_gbps": link}} for h in ("h1", "h2")}
+    facts = {h: HostFacts(host=h, interface=Link(name="eth0", link_gbps=link)) for h in ("h1", "h2")}
     facts = facts if link else {}
     return RunRecord(id=f"r-{backend}", created="2026-11-22T00:00:00+00:00", status="ok",
                      stack=StackRef(name="cpu", hash="abc"),

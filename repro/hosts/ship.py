@@ -12,14 +12,24 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from repro.errors import HostError, ImageError, ReproError
+from repro.errors import HostError, ReproError
 from repro.hosts.inventory import Host
 from repro.hosts.remote import Remote, docker_argv
 
-if TYPE_CHECKING:
-    import docker
+
+class ImageSource(Protocol):
+    """Where shipped images come from: the local engine (repro.image.engine.EngineSource)."""
+
+    def save(self, tag: str) -> Iterator[bytes]:
+        """`docker save TAG` as a stream of chunks."""
+        ...
+
+    def push(self, tag: str, registry: str) -> str:
+        """Push TAG to `registry`; the reference hosts pull."""
+        ...
+
 
 Progress = Callable[[str], None]
 SHIPPED, ALREADY, FAILED = "shipped", "already there", "failed"
@@ -88,22 +98,12 @@ class _Counted:
                 yield chunk
 
 
-def _save_load(client: docker.DockerClient, remote: Remote, tag: str) -> int:
-    stream = _Counted(client.api.get_image(tag, chunk_size=1 << 20))
+def _save_load(source: ImageSource, remote: Remote, tag: str) -> int:
+    stream = _Counted(source.save(tag))
     res = remote.run(docker_argv(remote.host, "load"), input=iter(stream), timeout=LOAD_TIMEOUT_S)
     if not res.ok:
         raise HostError(f"{remote.host.name}: docker load failed: {res.tail(5)}", host=remote.host.name)
     return stream.bytes
-
-
-def _push(client: docker.DockerClient, tag: str, registry: str) -> str:
-    repository, _, key = tag.rpartition(":")
-    target = f"{registry.rstrip('/')}/{repository}"
-    client.api.tag(tag, target, key)
-    for message in client.api.push(target, tag=key, stream=True, decode=True):
-        if isinstance(message, dict) and message.get("error"):
-            raise ImageError(f"pushing {tag} to {registry} failed: {message['error']}")
-    return f"{target}:{key}"
 
 
 def _pull(remote: Remote, ref: str, tag: str) -> None:
@@ -114,7 +114,7 @@ def _pull(remote: Remote, ref: str, tag: str) -> None:
             raise HostError(f"{host.name}: `{' '.join(argv[3:])}` failed: {res.tail(5)}", host=host.name)
 
 
-def _ship_one(client: docker.DockerClient, host: Host, tag: str, image_id: str, push: Callable[[str], str],
+def _ship_one(source: ImageSource, host: Host, tag: str, image_id: str, push: Callable[[str], str],
               progress: Progress) -> ShipResult:
     how = method(host)
     t0 = time.monotonic()
@@ -127,7 +127,7 @@ def _ship_one(client: docker.DockerClient, host: Host, tag: str, image_id: str, 
             if host.registry:
                 _pull(remote, push(host.registry), tag)
             else:
-                size = _save_load(client, remote, tag)
+                size = _save_load(source, remote, tag)
             after = remote_image_id(remote, tag)
             if after != image_id:
                 raise HostError(f"{host.name}: after shipping, {tag} is {after or 'absent'} there, "
@@ -140,28 +140,22 @@ def _ship_one(client: docker.DockerClient, host: Host, tag: str, image_id: str, 
         return ShipResult(host.name, FAILED, how, time.monotonic() - t0, detail=str(exc) or type(exc).__name__)
 
 
-def ship(tag: str, image_id: str, hosts: Sequence[Host], *, docker_host: str | None = None,
+def ship(tag: str, image_id: str, hosts: Sequence[Host], *, source: ImageSource,
          progress: Progress = lambda _line: None, parallel: int = 4) -> tuple[ShipResult, ...]:
-    """Put image `tag` (id `image_id`, in the local engine) on every host, `parallel` at a time; a result each."""
-    from repro.image.build import engine
-
-    client = engine(docker_host)
+    """Put image `tag` (id `image_id`, from `source`) on every host, `parallel` at a time; a result each."""
     pushed: dict[str, str] = {}
     guard = threading.Lock()
 
     def push(registry: str) -> str:
         with guard:  # one push per registry, whichever host needs it first
             if registry not in pushed:
-                pushed[registry] = _push(client, tag, registry)
+                pushed[registry] = source.push(tag, registry)
             return pushed[registry]
 
     def one(host: Host) -> ShipResult:
-        result = _ship_one(client, host, tag, image_id, push, progress)
+        result = _ship_one(source, host, tag, image_id, push, progress)
         progress(result.render())
         return result
 
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(hosts)))) as pool:
-            return tuple(pool.map(one, hosts))
-    finally:
-        client.close()
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(hosts)))) as pool:
+        return tuple(pool.map(one, hosts))

@@ -1,0 +1,216 @@
+"""The `docker` runtime: a worker container from the stack's image on every host (host networking,
+IPC_LOCK, devices, dataset, sshd on the stack's port with a per-run key), then the launcher inside the
+first host's container across all of them (seed 003's appendix, automated)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar
+
+from repro.errors import HostError, LaunchError
+from repro.hosts.inventory import Host
+from repro.hosts.remote import Remote, docker_argv, reachable
+from repro.hosts.ship import remote_image_id
+from repro.launch.launchers import LAUNCHERS, SshOptions
+from repro.launch.placement import Placement
+from repro.launch.plan import (
+    CONTAINER_DATA,
+    FORWARDED_DOCKER,
+    FORWARDED_DOCKER_GPU,
+    LAUNCH_KEY,
+    LAUNCH_KNOWN_HOSTS,
+    ContainerPlan,
+    LaunchPlan,
+    PlanContext,
+    run_env,
+)
+from repro.launch.runtimes import RUNTIMES, Outcome, RuntimeReport
+from repro.launch.runtimes.watch import Watch, supervise
+from repro.launch.workloads import WORKLOADS
+from repro.manifest.schema import Stack
+from repro.results.provenance import ImageLock
+from repro.results.record import Settings
+
+SSHD_WAIT = 30.0
+LABEL = "repro.managed=1"
+
+
+def container_plan(host: Host, run_id: str, image: str, ssh_port: int, *, gpus: bool,
+                   infiniband: bool = False) -> ContainerPlan:
+    """docker run on one host: host networking, IPC_LOCK, devices, the dataset, sshd on the stack's port."""
+    name = f"repro-{run_id}-{host.name}"
+    docker = ["docker", "-H", host.docker_host]
+    run = [*docker, "run", "--detach", "--name", name, "--label", LABEL, "--label", f"repro.run={run_id}",
+           "--network", "host", "--cap-add", "IPC_LOCK", "--shm-size", "1g"]
+    if gpus:
+        run += ["--gpus", "all"]
+    if infiniband:
+        # RDMA registers (locks) GPU and host buffers with the HCA
+        run += ["--device", "/dev/infiniband", "--ulimit", "memlock=-1"]
+    if host.dataset_dir:
+        run += ["--volume", f"{host.dataset_dir}:{CONTAINER_DATA}:ro"]
+    run += [image, "/usr/sbin/sshd", "-D", "-e", "-p", str(ssh_port)]
+    return ContainerPlan(host, name, run, [*docker, "rm", "--force", name])
+
+
+@RUNTIMES.register("docker")
+class DockerRuntime:
+    """Worker containers from the stack's image on every host; the launcher inside the first one."""
+
+    name: ClassVar[str] = "docker"
+    needs_image: ClassVar[bool] = True
+
+    def __init__(self, stack: Stack, image: ImageLock | None) -> None:
+        if image is None:
+            raise LaunchError("the docker runtime needs the stack's image", hint="run `repro up STACK` first")
+        self.stack = stack
+        self.image = image
+
+    @classmethod
+    def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
+        if ctx.image is None:
+            raise LaunchError("the docker runtime needs the stack's image (run `repro up STACK` first)")
+        first = placement[0].host
+        env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu)
+        data = CONTAINER_DATA if point.data == "real" else point.data
+        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        ssh = SshOptions(ctx.ssh_port, LAUNCH_KEY, LAUNCH_KNOWN_HOSTS)
+        containers = tuple(container_plan(p.host, ctx.run_id, ctx.image, ctx.ssh_port,
+                                          gpus=ctx.gpu and p.host.gpus > 0, infiniband=ctx.infiniband)
+                           for p in placement)
+        argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, list(env), interface=first.interface, ssh=ssh,
+                                               forwarded=FORWARDED_DOCKER_GPU if ctx.gpu else FORWARDED_DOCKER)
+        env_args = [a for k, v in sorted(env.items()) for a in ("--env", f"{k}={v}")]
+        exec_argv = docker_argv(first, "exec", *env_args, containers[0].name, *argv)
+        return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv, containers)
+
+    # -- helpers
+    def _on(self, host: Host, argv: list[str], *, timeout: float = 120, data: bytes | None = None, check=True):
+        with Remote(host) as remote:
+            return remote.run(argv, timeout=timeout, input=data, check=check)
+
+    def prepare(self, hosts: list[Host], backend: str) -> RuntimeReport:
+        """Check that every host's engine holds the image; the report carries the image ids found."""
+        ids = {}
+        missing = []
+        for host in hosts:
+            with Remote(host) as remote:
+                found = remote_image_id(remote, self.image.tag)  # HostError if the engine does not answer
+            if found:
+                ids[host.name] = found
+            else:
+                missing.append(host.name)
+        if missing:
+            raise LaunchError(f"image {self.image.tag} is not on {', '.join(missing)}",
+                              hint="ship it first: repro up STACK --hosts INVENTORY")
+        return RuntimeReport(image=self.image, host_image_ids=ids)
+
+    def cleanup_stale(self, hosts: list[Host]) -> list[str]:
+        """Remove containers an earlier, interrupted run left on the hosts; returns what was removed."""
+        removed = []
+        for host in hosts:
+            try:
+                res = self._on(host, docker_argv(host, "ps", "-aq", "--filter", f"label={LABEL}"),
+                               timeout=60, check=False)
+            except HostError:
+                continue
+            ids = res.stdout.split()
+            if ids:
+                self._on(host, docker_argv(host, "rm", "--force", *ids), timeout=120, check=False)
+                removed += [f"{host.name}:{i}" for i in ids]
+        return removed
+
+    def _remove(self, containers: tuple[ContainerPlan, ...]) -> tuple[str, ...]:
+        """Remove the point's containers on every host in parallel; names the hosts that could not be cleaned."""
+        def one(c: ContainerPlan) -> str | None:
+            if not reachable(c.host, timeout=3):
+                return c.host.name
+            try:
+                self._on(c.host, c.remove_argv, timeout=60, check=False)
+                return None
+            except HostError:
+                return c.host.name
+
+        with ThreadPoolExecutor(max_workers=max(1, len(containers))) as pool:
+            return tuple(h for h in pool.map(one, containers) if h)
+
+    def _start(self, plan: LaunchPlan) -> None:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        key = Ed25519PrivateKey.generate()
+        private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                    serialization.NoEncryption())
+        public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        port = self.stack.container.ssh_port
+        write = ["sh", "-c", 'umask 077 && mkdir -p /root/.ssh && cat > "$0"']
+        known: list[str] = []
+        for c in plan.containers:
+            self._on(c.host, c.run_argv, timeout=120)
+            self._on(c.host, docker_argv(c.host, "exec", "-i", c.name, *write, "/root/.ssh/authorized_keys"),
+                     data=public + b" repro-launch\n")
+            keys = self._on(c.host, docker_argv(c.host, "exec", c.name, "sh", "-c",
+                                                 "cat /etc/ssh/ssh_host_*_key.pub"), timeout=60)
+            for line in keys.stdout.splitlines():
+                parts = line.split()
+                if len(parts) >= 2:
+                    known.append(f"[{c.host.address}]:{port} {parts[0]} {parts[1]}")
+        first = plan.containers[0]
+        self._on(first.host, docker_argv(first.host, "exec", "-i", first.name, *write, LAUNCH_KEY), data=private)
+        self._on(first.host, docker_argv(first.host, "exec", "-i", first.name, *write, LAUNCH_KNOWN_HOSTS),
+                 data=("\n".join(known) + "\n").encode())
+        # every other container's sshd must accept the launch key before mpirun tries it
+        for c in plan.containers[1:]:
+            deadline = time.monotonic() + SSHD_WAIT
+            probe = docker_argv(first.host, "exec", first.name, "ssh", "-p", str(port), "-i", LAUNCH_KEY,
+                                 "-o", f"UserKnownHostsFile={LAUNCH_KNOWN_HOSTS}", "-o", "StrictHostKeyChecking=yes",
+                                 "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", c.host.address, "true")
+            while True:
+                res = self._on(first.host, probe, timeout=30, check=False)
+                if res.ok:
+                    break
+                if time.monotonic() > deadline:
+                    raise LaunchError(f"{c.host.name}: the container's sshd on port {port} does not accept the "
+                                      f"launch key:\n{res.tail()}")
+                time.sleep(1)
+
+    def _containers_alive(self, plan: LaunchPlan) -> str | None:
+        for c in plan.containers:
+            res = self._on(c.host, docker_argv(c.host, "inspect", "--format", "{{.State.Running}}", c.name),
+                           timeout=20, check=False)
+            if res.ok and res.stdout.strip() != "true":
+                return f"the worker container on {c.host.name} is no longer running"
+            if not res.ok and "No such" in res.stderr:
+                return f"the worker container on {c.host.name} is gone"
+            if not res.ok and "Cannot connect" in res.stderr:
+                return f"the Docker engine on {c.host.name} stopped answering"
+        return None
+
+    def run(self, plan: LaunchPlan, timeout: float) -> Outcome:
+        started = time.monotonic()
+        failure: str | None = None
+        code: int | None = None
+        out = err = ""
+        try:
+            try:
+                self._start(plan)
+            except (HostError, LaunchError) as exc:
+                failure = f"starting the worker containers failed: {exc.message}"
+                return Outcome("", "", None, time.monotonic() - started, failure, self._remove(plan.containers))
+            with Remote(plan.launcher) as remote:
+                proc = remote.start(plan.exec_argv)
+                try:
+                    with Watch([p.host for p in plan.placement], lambda: self._containers_alive(plan)) as watch:
+                        code, failure = supervise(proc, watch, timeout, started)
+                finally:
+                    if failure or code is None:
+                        proc.stop()
+                    proc.wait(5)
+                    out, err = proc.output()
+        except BaseException:
+            # Ctrl-C or anything unexpected: still clean every host before letting it propagate
+            self._remove(plan.containers)
+            raise
+        pending = self._remove(plan.containers)
+        return Outcome(out, err, code, time.monotonic() - started, failure, pending)

@@ -1,0 +1,120 @@
+"""The `host` runtime: the hosts' own TensorFlow, Horovod and MPI (bare metal, laptops), after checking that
+they match the stack and refusing otherwise."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import ClassVar
+
+from repro.errors import LaunchError
+from repro.hosts.inventory import Host
+from repro.hosts.remote import Remote
+from repro.launch.launchers import LAUNCHERS, SshOptions
+from repro.launch.placement import Placement
+from repro.launch.plan import FORWARDED_HOST, LaunchPlan, PlanContext, run_env
+from repro.launch.runtimes import RUNTIMES, Outcome, RuntimeReport
+from repro.launch.runtimes.watch import Watch, supervise
+from repro.launch.workloads import WORKLOADS
+from repro.manifest.schema import Stack
+from repro.manifest.software import Software, from_host_probe, mismatches
+from repro.results.provenance import ImageLock
+from repro.results.record import Settings
+
+PROBE_TIMEOUT_S = 180
+HOST_PROBE = r"""
+import json, platform, subprocess, sys
+out = {"python": platform.python_version(), "executable": sys.executable}
+try:
+    import tensorflow as tf
+    out["tensorflow"] = tf.__version__
+except Exception as exc:
+    out["tensorflow_error"] = str(exc)[:200]
+try:
+    import horovod
+    out["horovod"] = horovod.__version__
+    import horovod.tensorflow as hvd
+    out["horovod_built"] = {"mpi": bool(hvd.mpi_built()), "gloo": bool(hvd.gloo_built()),
+                            "nccl": bool(hvd.nccl_built())}
+except Exception as exc:
+    out["horovod_error"] = str(exc)[:200]
+try:
+    text = subprocess.run(["mpirun", "--version"], capture_output=True, text=True, timeout=30).stdout
+    out["mpi"] = text.splitlines()[0] if text else ""
+except Exception as exc:
+    out["mpi_error"] = str(exc)[:200]
+print(json.dumps(out))
+"""
+
+
+def probe_host(host: Host) -> Software:
+    """The software installed on `host` (its repro_python), as found by HOST_PROBE."""
+    with Remote(host) as remote:
+        res = remote.run([host.python, "-c", HOST_PROBE], timeout=PROBE_TIMEOUT_S)
+    try:
+        return from_host_probe(json.loads(res.stdout.strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        raise LaunchError(f"{host.name}: cannot run {host.python} to check the installed software:\n"
+                          f"{res.tail()}") from None
+
+
+def check_hosts(stack: Stack, hosts: list[Host], *, backend: str) -> dict[str, Software]:
+    """Probe each host's software; LaunchError listing every mismatch if any host differs from the stack."""
+    found = {host.name: probe_host(host) for host in hosts}
+    problems = [f"{name}: {p}" for name, sw in found.items() for p in mismatches(stack, sw, where="host",
+                                                                                   backend=backend)]
+    if problems:
+        raise LaunchError("refusing the host runtime: the hosts' software does not match the stack\n  "
+                          + "\n  ".join(problems),
+                          hint="install the stack's versions (scripts/setup.sh does for the CPU stacks), or use "
+                          "--runtime docker with the stack's image")
+    return found
+
+
+@RUNTIMES.register("host")
+class HostRuntime:
+    """Run on the hosts' own installed software."""
+
+    name: ClassVar[str] = "host"
+    needs_image: ClassVar[bool] = False
+
+    def __init__(self, stack: Stack, image: ImageLock | None = None) -> None:
+        self.stack = stack
+
+    @classmethod
+    def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
+        first = placement[0].host
+        env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu)
+        data = (first.dataset_dir or "") if point.data == "real" else point.data
+        command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
+        ssh = None
+        if not all(p.host.local for p in placement):
+            key = first.vars.get("repro_launch_key", "~/.ssh/id_ed25519")
+            known = first.vars.get("repro_launch_known_hosts", "~/.ssh/known_hosts")
+            ssh = SshOptions(placement[1].host.port if len(placement) > 1 else first.port, key, known)
+        argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, list(env), interface=first.interface, ssh=ssh,
+                                               forwarded=FORWARDED_HOST)
+        exec_argv = ["env", *(f"{k}={v}" for k, v in sorted(env.items())), *argv]
+        return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv)
+
+    def prepare(self, hosts: list[Host], backend: str) -> RuntimeReport:
+        return RuntimeReport(host_software=check_hosts(self.stack, hosts, backend=backend))
+
+    def cleanup_stale(self, hosts: list[Host]) -> list[str]:
+        return []
+
+    def run(self, plan: LaunchPlan, timeout: float) -> Outcome:
+        started = time.monotonic()
+        with Remote(plan.launcher) as remote:
+            proc = remote.start(plan.exec_argv)
+            try:
+                with Watch([p.host for p in plan.placement]) as watch:
+                    code, failure = supervise(proc, watch, timeout, started)
+            except BaseException:
+                proc.stop()
+                raise
+            if failure:
+                proc.stop()
+                proc.wait(10)
+            out, err = proc.output()
+            return Outcome(out, err, code, time.monotonic() - started, failure)

@@ -1,0 +1,100 @@
+"""Workloads as the launcher sees them: a spec (declared next to the program, in repro.workloads), the
+command one worker runs for a point, and the parser of what the workload printed.
+
+    @WORKLOADS.register("cnn")          # built in: cnn, allreduce, tta, tf_cnn_benchmarks
+    class Cnn(ReproWorkload): spec = cnn.SPEC
+
+Adding a workload is a program with its SPEC in repro/workloads and one registration here (or, for a
+program repro does not ship, a class with `spec`, `command` and `parse`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from repro.registry import Registry
+from repro.workloads import catalog
+from repro.workloads.spec import Option, WorkloadSpec
+
+if TYPE_CHECKING:
+    from repro.results.record import Settings
+
+RESULT_MARKER = "REPRO_RESULT "
+RESULT_FORMAT = "repro.workload/1"
+
+
+class Workload(Protocol):
+    """What runs in every worker process of a point, and how to read what it printed."""
+
+    spec: WorkloadSpec
+
+    def command(self, point: Settings, python: str, *, data: str | None = None) -> list[str]:
+        """The argv one worker runs."""
+        ...
+
+    def parse(self, stdout: str) -> dict[str, Any] | None:
+        """The result document (repro.workload/1: settings, world, software, ranks, metrics) or None."""
+        ...
+
+
+WORKLOADS: Registry[Workload] = Registry("workload", on_add=lambda workload: catalog.register(workload.spec))
+
+
+def find_result(stdout: str) -> dict[str, Any] | None:
+    """The `REPRO_RESULT <json>` document a repro workload's rank 0 printed, or None."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith(RESULT_MARKER):
+            try:
+                data = json.loads(line[len(RESULT_MARKER):])
+            except ValueError:
+                return None
+            if isinstance(data, dict) and data.get("format") == RESULT_FORMAT:
+                return data
+    return None
+
+
+def option_values(spec: WorkloadSpec, point: Settings, *, data: str | None = None) -> list[tuple[str, Any]]:
+    """(option, value) pairs the point gives the workload: its common settings and its extra options."""
+    values: list[tuple[str, Any]] = []
+    for o in spec.options:
+        if not o.bench:
+            continue
+        if o.setting is not None:
+            value = data if (o.setting == "data" and data is not None) else getattr(point, o.setting)
+        else:
+            value = point.extra.get(o.name)
+        if value is not None:
+            values.append((o.name, value))
+    return values
+
+
+@dataclass(frozen=True)
+class ReproWorkload:
+    """A workload repro ships: `python -m <spec.module>` with flags from the spec; one REPRO_RESULT line."""
+
+    spec: WorkloadSpec
+
+    def command(self, point: Settings, python: str, *, data: str | None = None) -> list[str]:
+        return [python, "-m", str(self.spec.module), *self.spec.argv(option_values(self.spec, point, data=data))]
+
+    def parse(self, stdout: str) -> dict[str, Any] | None:
+        return find_result(stdout)
+
+
+def settings_options(spec: WorkloadSpec) -> dict[str, Option]:
+    """Common setting name -> the option of `spec` that carries it."""
+    return {o.setting: o for o in spec.options if o.setting is not None and o.bench}
+
+
+def _register_builtin() -> None:
+    from repro.workloads import allreduce, cnn, tf_cnn_benchmarks, tta
+
+    for module in (cnn, allreduce, tta):
+        WORKLOADS.add(module.SPEC.name, ReproWorkload(module.SPEC), help=module.SPEC.summary)
+    WORKLOADS.lazy("tf_cnn_benchmarks", "repro.launch.tf_cnn_benchmarks:WORKLOAD", help=tf_cnn_benchmarks.SUMMARY)
+
+
+_register_builtin()

@@ -1,0 +1,262 @@
+"""`repro bench`: run a sweep of points on an inventory's hosts and store one record per run.
+
+    stack (gate) -> points (launch.points) -> per point: place -> plan (runtime, launcher, workload)
+    -> run (scheduler + runtime) -> collect (launch.collect) -> store
+
+A failed point is stored as failed with its reason and the sweep goes on; Ctrl-C stores the interrupted
+point as failed and stops, keeping everything already measured. `--resume` re-runs only points (and
+repeats) of the same sweep that are missing or failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+from repro.errors import Interrupted
+from repro.hosts.inventory import Inventory
+from repro.launch import collect
+from repro.launch.launchers import LAUNCHERS, for_backend
+from repro.launch.placement import Placement, place
+from repro.launch.plan import LaunchPlan, PlanContext, plan_point
+from repro.launch.points import SweepSpec, expand, point_key, sweep_id
+from repro.launch.runtimes import RUNTIMES, Runtime, RuntimeReport, create
+from repro.launch.schedulers import SCHEDULERS
+from repro.manifest import LoadedStack
+from repro.pipeline.gate import admit
+from repro.pipeline.stage import safe_call
+from repro.results.provenance import HostFacts, ImageLock
+from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
+from repro.results.store import Store, inventory_key
+
+INTERRUPTED = "interrupted (Ctrl-C, or the terminal or a service manager stopped repro)"
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """How to run the sweep (what to run is a SweepSpec)."""
+
+    runtime: str | None = None  # a registered runtime; None: host for local-only inventories, else docker
+    launcher: str | None = None  # a registered launcher; None: the one the point's Horovod controller needs
+    scheduler: str = "direct"
+    repeats: int = 1
+    timeout: float = 1800.0
+    resume: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """What a sweep produced."""
+
+    sweep_id: str
+    records: list[RunRecord] = field(default_factory=list)
+    skipped: int = 0
+    plans: list[LaunchPlan] = field(default_factory=list)
+    cleanup_pending: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> list[RunRecord]:
+        return [r for r in self.records if r.status != "ok"]
+
+
+class LineProgress:
+    """Progress as plain lines on stderr (logs, CI); the CLI shows a live bar on terminals instead."""
+
+    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+        self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+
+    def message(self, text: str) -> None:
+        self.write(text)
+
+    def running(self, n: int, total: int, label: str, where: str) -> None:
+        self.write(f"{label}: running on {where}")
+
+    def finished(self, n: int, total: int, label: str, summary: str) -> None:
+        self.write(f"{label}: {summary}")
+
+
+def _progress(progress: object) -> LineProgress:
+    if progress is None:
+        return LineProgress()
+    if callable(progress) and not hasattr(progress, "running"):
+        return LineProgress(progress)  # a plain callable that takes lines
+    return progress  # type: ignore[return-value]
+
+
+def choose_runtime(inventory: Inventory, requested: str | None) -> str:
+    """The runtime to use: the one asked for (checked), else host for a local inventory, else docker."""
+    name = requested or ("host" if inventory.local_only else "docker")
+    RUNTIMES.get(name)
+    return name
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Everything decided before any host is touched."""
+
+    id: str
+    points: list[Settings]
+    placements: dict[int, tuple[Placement, ...]]  # workers -> placement, computed once
+    runtime: str
+    image: ImageLock | None
+    image_ref: str | None  # the tag to run (or, in a dry run without a lock, the tag `repro up` would build)
+    facts: dict[str, HostFacts]
+
+    def context(self, loaded: LoadedStack, options: BenchOptions, point: Settings, run_id: str) -> PlanContext:
+        stack = loaded.stack
+        # pass the HCAs into the containers where the inventory says so or `repro prepare` found some
+        infiniband = any(bool(p.host.vars.get("repro_infiniband")) or bool(self.facts.get(p.host.name)
+                         and self.facts[p.host.name].pci.mellanox) for p in self.placements[point.workers])
+        python = f"python{stack.python.split('.')[0]}" if RUNTIMES.get(self.runtime).needs_image else None
+        return PlanContext(run_id=run_id, stack_env=dict(stack.env), gpu=stack.gpu, image=self.image_ref,
+                           ssh_port=stack.container.ssh_port, python=python, infiniband=infiniband,
+                           launcher=options.launcher or for_backend(point.backend))
+
+
+def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions,
+               store: Store) -> Sweep:
+    """Points, placements, runtime and image of a sweep: every input checked before anything starts."""
+    points = expand(spec, loaded.stack)
+    runtime = choose_runtime(inventory, options.runtime)
+    if options.launcher:
+        LAUNCHERS.get(options.launcher)
+    SCHEDULERS.get(options.scheduler)
+    placements = {w: place(inventory, w) for w in sorted({p.workers for p in points})}
+    image = ref = None
+    if RUNTIMES.get(runtime).needs_image:
+        image = store.lock(loaded.hash)
+        if image is not None:
+            ref = image.tag
+        elif options.dry_run:
+            from repro.image.build import plan_build
+
+            ref = plan_build(loaded, check_inputs=False).tag  # what `repro up` would build
+        else:
+            from repro.image.lock import read_lock
+
+            image = read_lock(store, loaded)  # ImageError naming `repro up`
+    sid = sweep_id(loaded.hash, inventory_key(inventory.path), points, options.repeats)
+    return Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory.path))
+
+
+def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions, store: Store,
+          progress: object = None) -> BenchResult:
+    """Run (or, with dry_run, plan) every point of the sweep; returns the records stored.
+
+    `progress` gets message/running/finished calls (see LineProgress); a plain callable gets lines.
+    """
+    progress = _progress(progress)
+    admit(loaded, action="launched")
+    sweep = plan_sweep(loaded, inventory, spec, options, store)
+    if options.dry_run:
+        plans = [plan_point(p, sweep.placements[p.workers], sweep.runtime,
+                            sweep.context(loaded, options, p, "dry-run")) for p in sweep.points]
+        return BenchResult(sweep.id, plans=plans)
+    runtime = create(sweep.runtime, loaded.stack, sweep.image)
+    hosts = [pl.host for pl in sweep.placements[max(sweep.placements)]]
+    removed = runtime.cleanup_stale(hosts)
+    if removed:
+        progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
+    report = runtime.prepare(hosts, backend=spec.backends[0] if spec.backends else "mpi")
+    return _run_sweep(loaded, sweep, options, store, runtime, report, progress)
+
+
+def _done(store: Store, stack_hash: str, sweep: str) -> set[tuple[str, int]]:
+    return {(r.sweep.point, r.sweep.repeat) for r in store.records(stack_hash=stack_hash)
+            if r.sweep and r.sweep.id == sweep and r.status == "ok"}
+
+
+@dataclass
+class _Run:
+    """The state of a running sweep: what it needs for every point, and what it produced so far."""
+
+    loaded: LoadedStack
+    sweep: Sweep
+    options: BenchOptions
+    store: Store
+    runtime: Runtime
+    report: RuntimeReport
+    progress: LineProgress
+    records: list[RunRecord] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+
+    @property
+    def stack_ref(self) -> StackRef:
+        s = self.loaded.stack
+        return StackRef(name=s.name, hash=self.loaded.hash, image_hash=self.loaded.image_hash, file=self.loaded.file,
+                        manifest=s.model_dump(mode="json"))
+
+    def keep(self, rec: RunRecord) -> None:
+        self.store.put(rec)
+        self.records.append(rec)
+
+    def point(self, point: Settings, repeat: int, label: str, n: int, total: int) -> None:
+        """Plan, run, collect and store one repeat of one point (Ctrl-C: stored as interrupted, then raised)."""
+        placement = self.sweep.placements[point.workers]
+        ctx = collect.Context(self.stack_ref, self.report,
+                              SweepRef(id=self.sweep.id, point=point_key(point), repeat=repeat), self.sweep.runtime,
+                              self.sweep.facts)
+        run_id = new_id().split("-")[-1]
+        planned = safe_call("planning", partial(plan_point, point, placement, self.sweep.runtime,
+                                                self.sweep.context(self.loaded, self.options, point, run_id)))
+        if planned.value is None:
+            rec = collect.failed(point, placement, ctx, planned.failure or "planning failed")
+            self.keep(rec)
+            self.progress.finished(n, total, label, _summary(rec))
+            return
+        plan = planned.value
+        self.progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in placement))
+        try:
+            outcome = SCHEDULERS.get(self.options.scheduler).execute(plan, self.runtime, self.options.timeout)
+        except KeyboardInterrupt:
+            self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan))
+            kept = sum(1 for r in self.records if r.status == "ok")
+            self.progress.finished(n, total, label, f"interrupted; {kept} point(s) kept in {self.store.root}; "
+                                   "`repro bench ... --resume` completes the sweep")
+            raise Interrupted("benchmark interrupted; results gathered so far are stored") from None
+        rec = collect.record(point, plan, ctx, outcome)
+        self.keep(rec)
+        self.pending += [h for h in outcome.cleanup_pending if h not in self.pending]
+        if outcome.cleanup_pending:
+            self.progress.message(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} "
+                                  "(unreachable); the next run removes what is left there")
+        self.progress.finished(n, total, label, _summary(rec))
+
+
+def _run_sweep(loaded: LoadedStack, sweep: Sweep, options: BenchOptions, store: Store, runtime: Runtime,
+               report: RuntimeReport, progress: LineProgress) -> BenchResult:
+    run = _Run(loaded, sweep, options, store, runtime, report, progress)
+    done = _done(store, loaded.hash, sweep.id) if options.resume else set()
+    skipped, n, total = 0, 0, len(sweep.points) * options.repeats
+    for point in sweep.points:
+        for repeat in range(options.repeats):
+            n += 1
+            label = f"[{n}/{total}] {_describe(point, repeat, options.repeats)}"
+            if (point_key(point), repeat) in done:
+                skipped += 1
+                progress.finished(n, total, label, "done earlier, skipped (--resume)")
+                continue
+            run.point(point, repeat, label, n, total)
+    return BenchResult(sweep.id, run.records, skipped, cleanup_pending=tuple(run.pending))
+
+
+def _describe(point: Settings, repeat: int, repeats: int) -> str:
+    what = point.workload + (f" {point.model}" if point.model else "")
+    batch = f" batch/worker={point.batch_per_worker}" if point.batch_per_worker else ""
+    extra = f" backend={point.backend}" if point.workload == "allreduce" else ""
+    xla = " xla" if point.xla else ""
+    rep = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
+    return f"{what} workers={point.workers}{batch}{xla}{extra}{rep}"
+
+
+def _summary(rec: RunRecord) -> str:
+    from repro.compare.kinds import KINDS
+    from repro.launch.workloads import WORKLOADS
+
+    if rec.status != "ok":
+        return f"FAILED after {rec.duration_s or 0:.1f} s: {rec.failure}"
+    kind = WORKLOADS.get(rec.settings.workload).spec.kind if rec.settings.workload in WORKLOADS else "throughput"
+    return KINDS.get(kind).summary(rec) if kind in KINDS else f"ok ({rec.duration_s or 0:.1f} s)"

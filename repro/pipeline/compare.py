@@ -1,0 +1,28 @@
+"""`repro compare OLD NEW`: select each side's records from the store, then compare them (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from repro.compare import Comparison, Options
+from repro.compare import compare as compare_records
+from repro.compare.select import Filters, Selection, select
+from repro.results.store import Store
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """The comparison and the two selections it was made from."""
+
+    old: Selection
+    new: Selection
+    comparison: Comparison
+
+
+def compare(old: str, new: str, *, store: Store, filters: Filters, options: Options) -> CompareResult:
+    """Resolve both selectors in the store, narrowed by `filters`, and compare their records."""
+    a = select(old, store, filters)
+    b = select(new, store, filters)
+    result = compare_records(a.records, b.records, options, old_description=a.description,
+                             new_description=b.description)
+    return CompareResult(a, b, result)

@@ -1,0 +1,64 @@
+"""`repro prepare`: make an inventory's hosts ready for a stack, or only check how ready they are.
+
+    plan (hosts.prepare.plan, pure) -> run the playbook (hosts.ansible) -> facts into the store ->
+    readiness (hosts.readiness, pure)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from repro.hosts import prepare as hosts_prepare
+from repro.hosts.ansible import HostOutcome, PlaybookRun, RunOutcome, TaskResult, run_playbook
+from repro.hosts.inventory import Inventory, load_inventory
+from repro.hosts.readiness import Readiness, evaluate
+from repro.manifest import LoadedStack
+from repro.results.provenance import HostFacts
+from repro.results.store import Store, inventory_key
+
+KEEP_RUNS = 20  # ansible-runner private data dirs kept per inventory under <store>/logs/prepare
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    """What a prepare (or --check-only) run did and found."""
+
+    run: PlaybookRun
+    inventory: Inventory
+    outcome: RunOutcome | None  # None for a dry run
+    facts: dict[str, HostFacts] = field(default_factory=dict)
+    facts_paths: dict[str, Path] = field(default_factory=dict)
+    readiness: Readiness | None = None
+    data_dir: Path | None = None
+
+    @property
+    def failed_hosts(self) -> list[HostOutcome]:
+        return self.outcome.failed_hosts if self.outcome else []
+
+
+def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tags: tuple[str, ...] = (),
+            check: bool = False, check_only: bool = False, store_root: str | Path | None = None,
+            dry_run: bool = False, limit: str | None = None, extra_vars: Mapping[str, Any] | None = None,
+            progress: Callable[[TaskResult], None] | None = None, timeout: int | None = None) -> PrepareResult:
+    """Prepare (or with check_only, only check) the inventory's hosts; store facts; evaluate readiness."""
+    inventory = load_inventory(inventory_path)
+    store = Store(store_root)
+    lock = store.lock(stack.hash) if stack and not dry_run else None
+    run = hosts_prepare.plan(inventory_path, stack=stack, lock=lock, tags=tags, check=check, check_only=check_only,
+                             limit=limit, extra_vars=extra_vars)
+    if dry_run:
+        return PrepareResult(run, inventory, None)
+    # A fresh private data dir per run: ansible-runner reads env/ files it finds there, so a reused dir could
+    # carry one run's --check or variables into the next.
+    runs = (store.root / "logs" / "prepare" / inventory_key(inventory_path)).resolve()
+    ident = hosts_prepare.run_ident(check, check_only)
+    hosts_prepare.prune_runs(runs, KEEP_RUNS - 1)
+    outcome = run_playbook(run, runs / ident, progress=progress, ident=ident, timeout=timeout)
+    facts = hosts_prepare.gathered_facts(outcome, inventory)
+    paths = {host: store.put_facts(inventory_path, host, f) for host, f in facts.items()}
+    missing = hosts_prepare.missing_facts(outcome, inventory, facts, limit)
+    readiness = evaluate(facts, stack.stack if stack else None, inventory, missing)
+    return PrepareResult(run, inventory, outcome, facts, paths, readiness, runs / ident)
