@@ -95,8 +95,6 @@ def lock_diff(old: Sequence[RunRecord], new: Sequence[RunRecord]) -> tuple[Chang
 class Changes:
     """Everything that differs between OLD and NEW, for the report's header."""
 
-    old_stacks: tuple[str, ...]
-    new_stacks: tuple[str, ...]
     manifest: tuple[Change, ...]
     lock: tuple[Change, ...]
     settings: tuple[Change, ...]
@@ -131,5 +129,4 @@ class Changes:
 def changes(old: Sequence[RunRecord], new: Sequence[RunRecord], settings: Sequence[Change],
             hardware: Sequence[Change]) -> Changes:
     """Collect every kind of difference between the sides."""
-    return Changes(tuple(dict.fromkeys(r.stack.name for r in old)), tuple(dict.fromkeys(r.stack.name for r in new)),
-                   manifest_diff(old, new), lock_diff(old, new), tuple(settings), tuple(hardware))
+    return Changes(manifest_diff(old, new), lock_diff(old, new), tuple(settings), tuple(hardware))

@@ -89,10 +89,3 @@ def run_env(stack_env: dict[str, str], *, interface: str, gpu: bool) -> dict[str
         env.setdefault("NCCL_SOCKET_IFNAME", interface)
     env.update(stack_env)
     return env
-
-
-def plan_point(point: Settings, placement: tuple[Placement, ...], runtime: str, ctx: PlanContext) -> LaunchPlan:
-    """The launch plan of one point, built by the runtime named `runtime` (pure)."""
-    from repro.launch.runtimes import RUNTIMES
-
-    return RUNTIMES.get(runtime).plan(point, placement, ctx)

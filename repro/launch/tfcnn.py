@@ -7,31 +7,13 @@ written `--flag=True|False`. Model names follow its model_config: resnet50, ince
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from repro.errors import InputError
+from repro.workloads.tf_cnn_benchmarks import MODELS, canonical_model  # the names live with the spec
 
 SCRIPT = "tf_cnn_benchmarks.py"  # run from scripts/tf_cnn_benchmarks, or pass the full path
-
-from repro.workloads.tf_cnn_benchmarks import MODELS  # noqa: E402 - the model names live with the spec
-
-# How papers and Keras write the same models (seed 003: "ResNet-50", "Inception-v3"; Keras: "ResNet50")
-_ALIASES = {"inceptionv3": "inception3", "inceptionv4": "inception4"}
-
-
-def canonical_model(name: str) -> str:
-    """A model name as tf_cnn_benchmarks spells it: 'ResNet-50' -> 'resnet50', 'Inception-v3' -> 'inception3'."""
-    text = name.strip()
-    if text in MODELS:
-        return text
-    folded = re.sub(r"[\s_-]", "", text.lower())
-    folded = _ALIASES.get(folded, folded)
-    for model in MODELS:
-        if re.sub(r"[\s_-]", "", model) == folded:
-            return model
-    return text.lower()
 
 
 @dataclass(frozen=True)

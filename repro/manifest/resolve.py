@@ -9,6 +9,7 @@ import difflib
 import os
 import typing
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +46,16 @@ class LoadedStack:
                 return self.values[sub]
         return Location(self.file)
 
-    @property
+    @cached_property
     def hash(self) -> str:
+        """The stack's content hash (computed once: the stack is immutable)."""
         from repro.manifest.canonical import stack_hash
 
         return stack_hash(self.stack)
 
-    @property
+    @cached_property
     def image_hash(self) -> str:
+        """The hash of what goes into the image (computed once)."""
         from repro.manifest.canonical import image_hash
 
         return image_hash(self.stack)

@@ -20,9 +20,9 @@ from repro.hosts.inventory import Inventory
 from repro.launch import collect
 from repro.launch.launchers import LAUNCHERS, for_backend
 from repro.launch.placement import Placement, place
-from repro.launch.plan import LaunchPlan, PlanContext, plan_point
+from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
-from repro.launch.runtimes import RUNTIMES, Runtime, RuntimeReport, create
+from repro.launch.runtimes import RUNTIMES, Runtime, RuntimeReport, create, plan_point
 from repro.launch.schedulers import SCHEDULERS
 from repro.manifest import LoadedStack
 from repro.pipeline.gate import admit

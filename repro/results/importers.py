@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from repro.errors import Diagnostic, InputError, Location
-from repro.launch.tfcnn import canonical_model
 from repro.results.record import RankResult, RunRecord, Settings, StackRef, new_id, now_iso
+from repro.workloads.tf_cnn_benchmarks import canonical_model
 
 TF_CNN = "tf_cnn_benchmarks"
 HOROVOD = "horovod_synthetic"

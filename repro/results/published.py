@@ -29,8 +29,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from repro.errors import Diagnostic, InputError, Location
-from repro.launch.tfcnn import canonical_model
 from repro.results.record import Hardware, Published, RunRecord, Settings, StackRef, new_id, now_iso
+from repro.workloads.tf_cnn_benchmarks import canonical_model
 
 REQUIRED = ("system", "gpus", "images_per_sec")
 SETTINGS_COLUMNS = {"model", "batch", "precision", "hosts", "global_batch", "data", "xla", "data_format", "scaling",

@@ -6,6 +6,8 @@ repro.launch.tf_cnn_benchmarks builds its command line and reads its output.
 
 from __future__ import annotations
 
+import re
+
 from .spec import Option, WorkloadSpec
 
 SUMMARY = "TensorFlow's tf_cnn_benchmarks.py under Horovod (the program of seeds 000 and 003)"
@@ -18,6 +20,25 @@ MODELS = frozenset({
     "resnet44_v2", "resnet56", "resnet56_v2", "resnet110", "resnet110_v2", "densenet40_k12", "densenet100_k12",
     "densenet100_k24",
 })
+
+
+# How papers and Keras write the same models (seed 003: "ResNet-50", "Inception-v3"; Keras: "ResNet50")
+_ALIASES = {"inceptionv3": "inception3", "inceptionv4": "inception4"}
+
+
+def canonical_model(name: str) -> str:
+    """A model name as tf_cnn_benchmarks spells it: 'ResNet-50' -> 'resnet50', 'Inception-v3' -> 'inception3'."""
+    text = name.strip()
+    if text in MODELS:
+        return text
+    folded = re.sub(r"[\s_-]", "", text.lower())
+    folded = _ALIASES.get(folded, folded)
+    for model in MODELS:
+        if re.sub(r"[\s_-]", "", model) == folded:
+            return model
+    return text.lower()
+
+
 SPEC = WorkloadSpec(
     name="tf_cnn_benchmarks",
     summary=SUMMARY,

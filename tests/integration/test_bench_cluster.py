@@ -46,7 +46,7 @@ def test_docker_sweep_runs_one_worker_per_host_and_leaves_no_container(store, cl
     records = [r for r in Store(store).records() if r.settings.workload == "cnn"]
     one, two = sorted(records[-2:], key=lambda r: r.settings.workers)
     assert one.status == two.status == "ok", (one.failure, two.failure)
-    assert one.runtime == "docker" and one.lock["image"]["id"].startswith("sha256:")
+    assert one.runtime == "docker" and one.image.image.id.startswith("sha256:")
     addresses = {h.name: h.address for h in cluster.hosts}
     assert [r.host for r in one.ranks] == ["h1"]
     assert sorted(r.host for r in two.ranks) == ["h1", "h2"]
@@ -122,7 +122,7 @@ def test_host_runtime_across_hosts_refuses_mismatched_software_then_runs(cluster
     (rec,) = Store(store).records()
     assert rec.status == "ok" and rec.runtime == "host"
     assert sorted(r.host for r in rec.ranks) == ["h1", "h2"]
-    assert set(rec.lock["hosts"]) == {"h1", "h2"} and rec.lock["hosts"]["h2"]["tensorflow"] == "2.15.1"
+    assert set(rec.host_software) == {"h1", "h2"} and rec.host_software["h2"].tensorflow == "2.15.1"
 
 
 MPI4PY_ALLREDUCE = textwrap.dedent("""

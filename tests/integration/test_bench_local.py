@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from repro.hosts.inventory import load_inventory
-from repro.launch.bench import BenchOptions, bench
 from repro.launch.points import SweepSpec
 from repro.manifest import load_stack
+from repro.pipeline.bench import BenchOptions, bench
 from repro.results.store import Store
 from tests.integration.cli import run_repro
 
@@ -42,7 +42,7 @@ def test_readme_main_job_benchmarks_1_and_2_workers_and_prints_the_scaling_table
     records = Store(tmp_path).records()
     assert [(r.status, r.settings.workers, len(r.ranks)) for r in records] == [("ok", 1, 1), ("ok", 2, 2)]
     for r in records:
-        assert r.lock["runtime"] == "host" and r.lock["hosts"]["localhost"]["tensorflow"] == "2.15.1"
+        assert r.runtime == "host" and r.host_software["localhost"].tensorflow == "2.15.1"
         assert all(len(rank.step_times) == 4 and len(rank.warmup_times) == 1 for rank in r.ranks)
         assert r.command[0] == "mpirun" and r.stack.hash == load_stack(STACK).hash
 

@@ -17,8 +17,10 @@ import pytest
 
 from repro.cli import main
 from repro.errors import BackendUnavailable
-from repro.image.build import BuildOptions, default_ca_bundle, engine, image_id, plan_build, up
+from repro.image.build import BuildOptions, default_ca_bundle, plan_build
+from repro.image.engine import engine, image_id
 from repro.manifest import load_stack
+from repro.pipeline.up import up
 from repro.results.store import Store
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
@@ -81,21 +83,21 @@ def test_up_locks_exact_versions_and_horovod_build(built, store, docker_client):
     result, seconds = built
     lock = store.lock(load_stack(CPU).hash)
     assert lock == result.lock and result.verified
-    assert lock["versions"]["tensorflow"] == "2.15.1"
-    assert lock["versions"]["horovod"] == "0.28.1"
-    assert lock["versions"]["os"] == "debian 12" and lock["versions"]["python"].startswith("3.11.")
-    assert lock["versions"]["mpi"] == "openmpi 4.1.4"
-    flags = lock["horovod_build"]
+    assert lock.versions["tensorflow"] == "2.15.1"
+    assert lock.versions["horovod"] == "0.28.1"
+    assert lock.versions["os"] == "debian 12" and lock.versions["python"].startswith("3.11.")
+    assert lock.versions["mpi"] == "openmpi 4.1.4"
+    flags = lock.horovod_build
     assert flags["tensorflow"] is True and flags["mpi"] is True and flags["gloo"] is True and flags["nccl"] is False
-    assert "tensorflow-cpu==2.15.1" in lock["pip_freeze"] and "horovod==0.28.1" in lock["pip_freeze"]
-    assert lock["image"]["id"] == image_id(docker_client, lock["image"]["tag"]) == result.outcome.image_id
-    assert lock["image"]["base_image"] == "debian:12" and lock["image"]["base_image_id"]
-    assert lock["sshd"]["port"] == 50000 and lock["sshd"]["host_keys"]
+    assert "tensorflow-cpu==2.15.1" in lock.pip_freeze and "horovod==0.28.1" in lock.pip_freeze
+    assert lock.image.id == image_id(docker_client, lock.image.tag) == result.outcome.image_id
+    assert lock.image.base_image == "debian:12" and lock.image.base_image_id
+    assert lock.sshd.port == 50000 and lock.sshd.host_keys
     if result.outcome.built:
-        assert Path(lock["build"]["log"]).is_file()
-        assert "Successfully built" in Path(lock["build"]["log"]).read_text()
+        assert Path(lock.build.log).is_file()
+        assert "Successfully built" in Path(lock.build.log).read_text()
     print(f"first repro up: {seconds:.0f} s (built: {result.outcome.built}); image "
-          f"{lock['image']['size'] / 1e9:.2f} GB")
+          f"{lock.image.size / 1e9:.2f} GB")
 
 
 def test_second_up_builds_nothing(built, store):
@@ -114,7 +116,7 @@ def test_image_sshd_config_is_valid_and_keys_match_the_lock(built, docker_client
     result, _ = built
     script = "/usr/sbin/sshd -t && cat /etc/ssh/ssh_host_*_key.pub && python -c 'import repro.workloads.cnn'"
     out = docker_client.containers.run(result.outcome.tag, ["sh", "-c", script], network_mode="none", remove=True)
-    assert sorted(out.decode().strip().splitlines()) == sorted(result.lock["sshd"]["host_keys"])
+    assert sorted(out.decode().strip().splitlines()) == sorted(result.lock.sshd.host_keys)
 
 
 def test_image_mismatch_fails_naming_the_component_and_leaves_no_lock(built, store, tmp_path, capsys):
@@ -184,8 +186,8 @@ def _host_image(docker_host: str, ref: str) -> str | None:
 def _locked_image(store: Store) -> tuple[str, str]:
     # read back what `repro up` locked: repro's workloads may change while the session runs (other work
     # in the checkout), which gives a new tag; the test follows whatever the CLI call built
-    image = store.lock(load_stack(CPU).hash)["image"]
-    return image["tag"], image["id"]
+    image = store.lock(load_stack(CPU).hash).image
+    return image.tag, image.id
 
 
 @pytest.mark.cluster

@@ -12,9 +12,9 @@ from repro.hosts.inventory import Host, Inventory
 from repro.launch import collect
 from repro.launch.launchers import LAUNCHERS, SshOptions, for_backend
 from repro.launch.placement import host_list, place
-from repro.launch.plan import FORWARDED_HOST, PlanContext, plan_point
+from repro.launch.plan import FORWARDED_HOST, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
-from repro.launch.runtimes import Outcome, RuntimeReport
+from repro.launch.runtimes import Outcome, RuntimeReport, plan_point
 from repro.manifest import load_stack
 from repro.manifest.software import from_host_probe, mismatches
 from repro.results.record import StackRef, SweepRef, redact_argv, redact_env

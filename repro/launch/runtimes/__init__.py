@@ -69,6 +69,11 @@ class Runtime(Protocol):
 RUNTIMES: Registry[type] = Registry("runtime")
 
 
+def plan_point(point: Settings, placement: tuple[Placement, ...], runtime: str, ctx: PlanContext) -> LaunchPlan:
+    """The launch plan of one point, built by the runtime named `runtime` (pure)."""
+    return RUNTIMES.get(runtime).plan(point, placement, ctx)
+
+
 def create(name: str, stack: Stack, image: ImageLock | None) -> Runtime:
     """An instance of the runtime called `name` for a stack (and its image lock, for container runtimes)."""
     return RUNTIMES.get(name)(stack, image)

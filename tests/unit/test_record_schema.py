@@ -1,0 +1,73 @@
+"""Record schema 2 reads stores written by the previous release (schema 1), and refuses what it cannot read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from repro.cli import main
+from repro.manifest.software import Software
+from repro.results.provenance import HostFacts, ImageLock
+from repro.results.record import SCHEMA_VERSION, RecordError, RecordVersionError, parse_record
+from repro.results.store import Store
+
+V1 = Path(__file__).resolve().parents[1] / "data" / "stores" / "v1"
+
+
+@pytest.fixture()
+def v1_store(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    shutil.copytree(V1, root)
+    return root
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_every_v1_record_is_migrated_to_typed_provenance(v1_store):
+    records = Store(v1_store).records()
+    assert len(records) == 16 and all(r.schema_version == SCHEMA_VERSION for r in records)
+    docker = [r for r in records if r.runtime == "docker"]
+    assert len(docker) == 1 and isinstance(docker[0].image, ImageLock)
+    assert docker[0].image.versions["tensorflow"] == "2.15.1" and docker[0].image.sshd.port == 50000
+    host = [r for r in records if r.runtime == "host"]
+    assert host and all(isinstance(r.host_software["localhost"], Software) for r in host)
+    assert {r.host_software["localhost"].mpi for r in host} == {"openmpi 4.1.4"}
+    with_facts = [r for r in records if r.facts]
+    assert len(with_facts) == 1 and isinstance(with_facts[0].facts["localhost"], HostFacts)
+    published = [r for r in records if r.origin == "published"]
+    assert published and all(r.hardware is not None and r.hardware.gpu for r in published)
+    # the files themselves are not rewritten
+    on_disk = json.loads(next((v1_store / "runs").glob("*/*.json")).read_text())
+    assert on_disk["schema_version"] == 1
+
+
+def test_a_v1_store_still_lists_shows_and_compares(capsys, v1_store):
+    code, out, _ = run(capsys, "results", "--store", str(v1_store))
+    assert code == 0 and out.count("cpu-tf215") == 7 and "kuza55" in out
+    docker = next(r for r in Store(v1_store).records() if r.runtime == "docker")
+    code, out, _ = run(capsys, "results", "--store", str(v1_store), "show", docker.id)
+    assert code == 0 and docker.id in out and "2.15.1" in out
+    code, out, _ = run(capsys, "results", "--store", str(v1_store), "show", docker.id, "--json")
+    assert code == 0 and json.loads(out)["image"]["image"]["tag"] == docker.image.tag
+    code, out, _ = run(capsys, "compare", "cpu-tf215", "cpu-tf215", "--store", str(v1_store), "--model", "resnet20",
+                       "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["throughput"] and {row["point"]["workers"] for row in data["throughput"]} == {1, 2}
+
+
+def test_a_newer_schema_or_a_non_record_is_refused_with_its_file_named():
+    data = json.loads(next(V1.glob("runs/*/*.json")).read_text())
+    with pytest.raises(RecordVersionError, match=r"x\.json: record schema version 99 is newer"):
+        parse_record({**data, "schema_version": 99}, "x.json")
+    with pytest.raises(RecordError, match=r"y\.json: not a record"):
+        parse_record([1, 2], "y.json")
+    with pytest.raises(RecordError, match=r"z\.json: invalid record: status"):
+        parse_record({**data, "status": "maybe"}, "z.json")
