@@ -23,6 +23,7 @@ from repro.errors import BackendUnavailable, HostError
 from repro.hosts.inventory import Host
 
 CONNECT_TIMEOUT = 10.0
+PREFLIGHT_TIMEOUT = 5.0  # per host, all hosts at once: a sweep on a dead host fails within seconds
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,60 @@ def reachable(host: Host, timeout: float = 3.0) -> bool:
         return False
 
 
+_CONNECT_HINTS = {
+    "BadHostKeyException": "if the host was reinstalled, replace its entry in the known_hosts file deliberately "
+    "(ssh-keygen -R); repro never accepts a changed host key",
+    "SSHException": "record host keys with `repro prepare --tags ssh_trust` or ssh-keyscan; repro never accepts "
+    "unknown host keys",
+}
+
+
+def connect_failure(exc: BaseException, host: Host, known: Path, timeout: float) -> str:
+    """One line saying why an SSH connection to `host` failed, from the exception paramiko or socket raised."""
+    import errno
+
+    where = f"{host.address}:{host.port}"
+    name = type(exc).__name__
+    text = str(exc).strip() or name
+    if name == "BadHostKeyException":
+        return f"host key of {where} does not match the one in {known} (wrong host, or the host's key changed)"
+    if name == "SSHException" and "not found in known_hosts" in text:
+        return f"host key of {where} is not in {known}"
+    if name == "AuthenticationException":
+        return f"{where} refused the login (authentication failed: wrong key or user)"
+    if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:
+        return f"nothing accepts SSH connections on {where} (connection refused: sshd down?)"
+    if isinstance(exc, (TimeoutError, socket.timeout)) or "timed out" in text.lower():
+        return f"host {host.name} ({host.address}) does not answer (no SSH connection within {timeout:.0f} s)"
+    if getattr(exc, "errno", None) in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return f"host {host.name} ({host.address}) is unreachable (no route)"
+    if isinstance(exc, (OSError, EOFError)):
+        return f"cannot reach {where} over SSH ({text})"
+    return f"SSH to {where} failed: {text}"
+
+
+def preflight(hosts: Iterable[Host], *, timeout: float = PREFLIGHT_TIMEOUT) -> dict[str, str]:
+    """Connect to every remote host at once (SSH, host key checked, `true` run); host name -> why it failed.
+
+    Local hosts always pass. Bounded by `timeout` per host, in parallel, so a dead host costs seconds.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(host: Host) -> tuple[str, str | None]:
+        if host.local:
+            return host.name, None
+        try:
+            with Remote(host, connect_timeout=timeout) as remote:
+                res = remote.run(["true"], timeout=timeout)
+            return host.name, None if res.ok else f"`true` failed there (exit {res.returncode}): {res.tail(2)}"
+        except HostError as exc:
+            return host.name, exc.message.removeprefix(f"{host.name}: ")
+
+    todo = list(hosts)
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(todo)))) as pool:
+        return {name: problem for name, problem in pool.map(one, todo) if problem}
+
+
 class Remote:
     """A connection to one host; use as a context manager."""
 
@@ -92,14 +147,9 @@ class Remote:
             client.load_host_keys(str(known))
         try:
             conn.open()
-        except paramiko.SSHException as exc:
-            if "not found in known_hosts" in str(exc):
-                raise HostError(f"{h.name}: host key of {h.address}:{h.port} is not in {known}", host=h.name,
-                                hint="record it with `repro prepare --tags ssh_trust` or ssh-keyscan; repro "
-                                "never accepts unknown host keys") from None
-            raise HostError(f"{h.name}: SSH to {h.address}:{h.port} failed: {exc}", host=h.name) from None
-        except (OSError, EOFError) as exc:
-            raise HostError(f"{h.name}: cannot reach {h.address}:{h.port} over SSH ({exc})", host=h.name) from None
+        except Exception as exc:  # paramiko and socket errors of every kind: each gets its cause named
+            raise HostError(f"{h.name}: {connect_failure(exc, h, known, self.connect_timeout)}", host=h.name,
+                            hint=_CONNECT_HINTS.get(type(exc).__name__, "")) from None
         self._conn = conn
         return client
 

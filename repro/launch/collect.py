@@ -9,13 +9,15 @@ that ran something other than the point asked for fails the record rather than m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from repro.launch.diagnose import tail
 from repro.launch.placement import Placement
 from repro.launch.plan import LaunchPlan
 from repro.launch.runtimes import Outcome, RuntimeReport
-from repro.launch.workloads import RESULT_MARKER, WORKLOADS
+from repro.launch.workloads import WORKLOADS
 from repro.results.provenance import HostFacts
 from repro.results.record import (
     HostRef,
@@ -104,20 +106,23 @@ def failed(point: Settings, placement: tuple[Placement, ...], ctx: Context, reas
     return RunRecord(status="failed", failure=reason, duration_s=0.0, **_base(point, placement, ctx), **extra)
 
 
-def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome) -> RunRecord:
-    """A record of one run of a point: ok with the workload's data, or failed with the reason."""
+def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
+           diagnose: Callable[[Outcome], str] | None = None) -> RunRecord:
+    """A record of one run of a point: ok with the workload's data, or failed with the reason.
+
+    `diagnose` says why a run that produced no result failed (repro.launch.diagnose, after probing the hosts).
+    """
     failure = outcome.failure
     result = WORKLOADS.get(point.workload).parse(outcome.stdout) if failure is None else None
-    if failure is None and result is None:
+    if failure is not None or result is None:
         code = "no exit code" if outcome.returncode is None else f"exit {outcome.returncode}"
-        failure = f"the workload printed no result ({code})"
+        failure = diagnose(outcome) if diagnose else (failure or f"the workload printed no result ({code})")
     base = _base(point, plan.placement, ctx)
     resolved = dict((result or {}).get("settings") or {})
     if result is not None:
         settings, mismatch = reported_settings(base["settings"], resolved)
         base["settings"] = settings
         failure = failure or mismatch
-    log = (outcome.stderr.strip().splitlines() + outcome.stdout.strip().splitlines())[-LOG_LINES:]
     return RunRecord(
         status="failed" if failure else "ok", failure=failure, **base,
         ranks=_ranks(result, plan.placement) if result else [],
@@ -126,5 +131,5 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome) ->
         software=dict(result.get("software", {})) if result else {},
         world=dict(result.get("world", {})) if result else {},
         metrics=dict(result.get("metrics", {})) if result else {},
-        duration_s=round(outcome.duration_s, 3), log_tail="\n".join(line for line in log if RESULT_MARKER not in line),
+        duration_s=round(outcome.duration_s, 3), log_tail=tail(outcome.stdout, outcome.stderr, LOG_LINES),
     )

@@ -15,14 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from repro.errors import Interrupted
-from repro.hosts.inventory import Inventory
-from repro.launch import collect
+from repro.errors import HostError, Interrupted
+from repro.hosts.inventory import Host, Inventory
+from repro.hosts.remote import preflight
+from repro.launch import collect, diagnose
 from repro.launch.launchers import LAUNCHERS, for_backend
 from repro.launch.placement import Placement, place
 from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
-from repro.launch.runtimes import RUNTIMES, Runtime, RuntimeReport, create, plan_point
+from repro.launch.runtimes import RUNTIMES, Outcome, Runtime, RuntimeReport, create, plan_point
 from repro.launch.schedulers import SCHEDULERS
 from repro.manifest import LoadedStack
 from repro.pipeline.gate import admit
@@ -32,6 +33,8 @@ from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.store import Store, inventory_key
 
 INTERRUPTED = "interrupted (Ctrl-C, or the terminal or a service manager stopped repro)"
+PROBE_AFTER_FAILURE_S = 5.0
+FAILURE_LINES = 5  # of the launcher's output, shown under a failed point (all of the tail is in the record)
 
 
 @dataclass(frozen=True)
@@ -157,11 +160,23 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
         return BenchResult(sweep.id, plans=plans)
     runtime = create(sweep.runtime, loaded.stack, sweep.image)
     hosts = [pl.host for pl in sweep.placements[max(sweep.placements)]]
+    check_hosts(hosts)
     removed = runtime.cleanup_stale(hosts)
     if removed:
         progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
     report = runtime.prepare(hosts, backend=spec.backends[0] if spec.backends else "mpi")
     return _run_sweep(loaded, sweep, options, store, runtime, report, progress)
+
+
+def check_hosts(hosts: list[Host]) -> None:
+    """Every host of the sweep answers SSH with the expected host key, checked at once before anything starts;
+    HostError naming each host that does not and why."""
+    problems = preflight(hosts)
+    if problems:
+        address = {h.name: h.address for h in hosts}
+        lines = [f"{name} ({address[name]}): {why}" for name, why in problems.items()]
+        raise HostError(f"cannot start the sweep: {len(problems)} of {len(hosts)} hosts are not usable; nothing was "
+                        "started on any host\n  " + "\n  ".join(lines), host=next(iter(problems)))
 
 
 def _done(store: Store, stack_hash: str, sweep: str) -> set[tuple[str, int]]:
@@ -193,6 +208,13 @@ class _Run:
         self.store.put(rec)
         self.records.append(rec)
 
+    def diagnose(self, plan: LaunchPlan, outcome: Outcome) -> str:
+        """Why the point failed: probe every host of it first, so that a lost host is named whoever noticed."""
+        unreachable = preflight([p.host for p in plan.placement], timeout=PROBE_AFTER_FAILURE_S)
+        return diagnose.explain(placement=plan.placement, stdout=outcome.stdout, stderr=outcome.stderr,
+                                returncode=outcome.returncode, failure=outcome.failure, unreachable=unreachable,
+                                launcher=plan.launcher_name)
+
     def point(self, point: Settings, repeat: int, label: str, n: int, total: int) -> None:
         """Plan, run, collect and store one repeat of one point (Ctrl-C: stored as interrupted, then raised)."""
         placement = self.sweep.placements[point.workers]
@@ -217,13 +239,16 @@ class _Run:
             self.progress.finished(n, total, label, f"interrupted; {kept} point(s) kept in {self.store.root}; "
                                    "`repro bench ... --resume` completes the sweep")
             raise Interrupted("benchmark interrupted; results gathered so far are stored") from None
-        rec = collect.record(point, plan, ctx, outcome)
+        rec = collect.record(point, plan, ctx, outcome, diagnose=partial(self.diagnose, plan))
         self.keep(rec)
         self.pending += [h for h in outcome.cleanup_pending if h not in self.pending]
         if outcome.cleanup_pending:
             self.progress.message(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} "
                                   "(unreachable); the next run removes what is left there")
         self.progress.finished(n, total, label, _summary(rec))
+        if rec.status != "ok" and rec.log_tail:
+            last = rec.log_tail.splitlines()[-FAILURE_LINES:]
+            self.progress.message("    " + "\n    ".join(last))
 
 
 def _run_sweep(loaded: LoadedStack, sweep: Sweep, options: BenchOptions, store: Store, runtime: Runtime,

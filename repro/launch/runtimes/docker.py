@@ -91,20 +91,28 @@ class DockerRuntime:
             return remote.run(argv, timeout=timeout, input=data, check=check)
 
     def prepare(self, hosts: list[Host], backend: str) -> RuntimeReport:
-        """Check that every host's engine holds the image; the report carries the image ids found."""
-        ids = {}
-        missing = []
-        for host in hosts:
-            with Remote(host) as remote:
-                found = remote_image_id(remote, self.image.tag)  # HostError if the engine does not answer
-            if found:
-                ids[host.name] = found
-            else:
-                missing.append(host.name)
-        if missing:
-            raise LaunchError(f"image {self.image.tag} is not on {', '.join(missing)}",
-                              hint="ship it first: repro up STACK --hosts INVENTORY")
-        return RuntimeReport(image=self.image, host_image_ids=ids)
+        """Check, on every host at once, that its engine answers and holds the locked image; the report carries
+        the image ids found. LaunchError naming each host and what is wrong there."""
+        def one(host: Host) -> tuple[str, str | None, str | None]:
+            try:
+                with Remote(host) as remote:
+                    found = remote_image_id(remote, self.image.tag)
+            except HostError as exc:
+                return host.name, None, exc.message.removeprefix(f"{host.name}: ")
+            if found is None:
+                return host.name, None, f"image {self.image.tag} is not there"
+            if found != self.image.image_id:
+                locked = self.image.image_id[:19]
+                return host.name, found, f"{self.image.tag} there is {found[:19]}, the lock says {locked}"
+            return host.name, found, None
+
+        with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
+            checked = list(pool.map(one, hosts))
+        problems = [f"{name}: {why}" for name, _, why in checked if why]
+        if problems:
+            raise LaunchError("the stack's image cannot run on every host; nothing was started\n  "
+                              + "\n  ".join(problems), hint="ship it first: repro up STACK --hosts INVENTORY")
+        return RuntimeReport(image=self.image, host_image_ids={name: found for name, found, _ in checked})
 
     def cleanup_stale(self, hosts: list[Host]) -> list[str]:
         """Remove containers an earlier, interrupted run left on the hosts; returns what was removed."""

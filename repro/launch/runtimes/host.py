@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 from repro.errors import LaunchError
@@ -60,7 +61,8 @@ def probe_host(host: Host) -> Software:
 
 def check_hosts(stack: Stack, hosts: list[Host], *, backend: str) -> dict[str, Software]:
     """Probe each host's software; LaunchError listing every mismatch if any host differs from the stack."""
-    found = {host.name: probe_host(host) for host in hosts}
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:  # each probe imports TF: in parallel
+        found = dict(zip([h.name for h in hosts], pool.map(probe_host, hosts), strict=True))
     problems = [f"{name}: {p}" for name, sw in found.items() for p in mismatches(stack, sw, where="host",
                                                                                    backend=backend)]
     if problems:
