@@ -168,3 +168,24 @@ def test_redaction_of_secrets_in_env_and_argv():
                    "PIP_INDEX_URL": "https://u:<redacted>@pypi.local/simple", "SSH_KEY_FILE": "/k"}
     assert redact_argv(["-x", "DB_PASSWORD=hunter2", "--url=http://a:b@c"]) == [
         "-x", "DB_PASSWORD=<redacted>", "--url=http://a:<redacted>@c"]
+
+
+def test_ssh_options_reach_ssh_intact_through_open_mpi():
+    from repro.launch.launchers.mpirun import rsh_args
+
+    # ssh's own defaults (~/.ssh/config written by `repro prepare --tags ssh_trust`): no -i, no quotes
+    assert rsh_args(SshOptions(22)) == ("-p 22 -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=10")
+    # a ~ path reaches ssh as written (Open MPI keeps quotes literally; ssh expands ~ itself)
+    text = rsh_args(SshOptions(22, "~/.ssh/id_ed25519", "~/.ssh/known_hosts"))
+    assert "-i ~/.ssh/id_ed25519" in text and "UserKnownHostsFile=~/.ssh/known_hosts" in text and "'" not in text
+    for bad in ("/keys/my key", "/k -oProxyCommand=nc", "-oProxyCommand=x", "/k'", "/k;rm", "$(id)"):
+        with pytest.raises(InputError, match="cannot be passed to ssh through mpirun intact"):
+            rsh_args(SshOptions(22, bad))
+
+
+def test_the_host_runtime_across_hosts_uses_ssh_defaults_unless_the_inventory_names_a_key():
+    (p,) = expand(SweepSpec(workers=(2,)), CPU.stack)
+    plan = plan_of(p, cluster(), "host", stack_env={}, gpu=False, run_id="r")
+    rsh = plan.launch_argv[plan.launch_argv.index("plm_rsh_args") + 1]
+    assert "-i " not in rsh and "UserKnownHostsFile" not in rsh and "StrictHostKeyChecking=yes" in rsh
+    assert plan.exec_argv[0] == "env" and plan.exec_argv[-len(plan.launch_argv):] == plan.launch_argv

@@ -20,11 +20,15 @@ from repro.registry import Registry
 
 @dataclass(frozen=True)
 class SshOptions:
-    """How the launcher reaches the other hosts (the containers' sshd, or the hosts' own)."""
+    """How the launcher reaches the other hosts (the containers' sshd, or the hosts' own).
+
+    key / known_hosts None: ssh's own (~/.ssh/config, which `repro prepare --tags ssh_trust` writes, and
+    ~/.ssh/known_hosts on the launching host). Host-key checking stays on either way.
+    """
 
     port: int
-    key: str
-    known_hosts: str
+    key: str | None = None
+    known_hosts: str | None = None
 
 
 class Launcher(Protocol):

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
-import shlex
+import re
 
+from repro.errors import InputError
 from repro.launch.launchers import LAUNCHERS, SshOptions
 from repro.launch.placement import Placement, host_list
 
+# Open MPI splits plm_rsh_args on blanks and passes quotes on literally, so every value must be one plain
+# word: ssh then sees exactly what was written, and expands a leading ~ itself.
+_PLAIN = re.compile(r"[A-Za-z0-9_./~:@%+=,-]+")
+
 
 def rsh_args(ssh: SshOptions) -> str:
-    """One mpirun argument holding ssh's options; host-key checking stays on."""
-    return shlex.join(["-p", str(ssh.port), "-i", ssh.key, "-o", f"UserKnownHostsFile={ssh.known_hosts}",
-                       "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"])
+    """One mpirun argument holding ssh's options; host-key checking stays on.
+
+    InputError for a key or known_hosts path Open MPI cannot pass intact (blanks, quotes, shell characters).
+    """
+    for what, value in (("repro_launch_key", ssh.key), ("repro_launch_known_hosts", ssh.known_hosts)):
+        if value is not None and (not _PLAIN.fullmatch(value) or value.startswith("-")):
+            raise InputError(f"{what} {value!r} cannot be passed to ssh through mpirun intact",
+                             hint="Open MPI splits plm_rsh_args on blanks and keeps quotes: use a path of letters, "
+                             "digits and ._/~:@%+=,- only (e.g. a symlink without blanks)")
+    argv = ["-p", str(ssh.port)]
+    if ssh.key:
+        argv += ["-i", ssh.key, "-o", "IdentitiesOnly=yes"]
+    if ssh.known_hosts:
+        argv += ["-o", f"UserKnownHostsFile={ssh.known_hosts}"]
+    return " ".join([*argv, "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"])
 
 
 @LAUNCHERS.register("mpirun", instance=True)

@@ -91,9 +91,9 @@ class HostRuntime:
         command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
         ssh = None
         if not all(p.host.local for p in placement):
-            key = first.vars.get("repro_launch_key", "~/.ssh/id_ed25519")
-            known = first.vars.get("repro_launch_known_hosts", "~/.ssh/known_hosts")
-            ssh = SshOptions(placement[1].host.port if len(placement) > 1 else first.port, key, known)
+            key, known = first.vars.get("repro_launch_key"), first.vars.get("repro_launch_known_hosts")
+            ssh = SshOptions(placement[1].host.port if len(placement) > 1 else first.port,
+                             str(key) if key else None, str(known) if known else None)
         argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, list(env), interface=first.interface, ssh=ssh,
                                                forwarded=FORWARDED_HOST)
         exec_argv = ["env", *(f"{k}={v}" for k, v in sorted(env.items())), *argv]
