@@ -11,6 +11,8 @@ import argparse
 
 from repro.cli.progress import LiveProgress
 
+DEFAULT_REPEATS = 3  # run-to-run variation is the dominant noise on shared machines: measure it
+
 
 def _split(values: list[str] | None) -> list[str]:
     return [x.strip() for raw in values or () for x in str(raw).split(",") if x.strip()]
@@ -82,7 +84,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Launch the stack's benchmark on the hosts of an inventory (1 -> N workers, weak or strong "
         "scaling, warm-up excluded), store every run with its provenance, and print the scaling table. "
         "Exit status: 0 all points ok, 1 some point failed, 2 bad input, 130 interrupted.")
-    p.add_argument("--stack", required=True, metavar="STACK", help="stack manifest")
+    p.add_argument("--stack", required=True, action="append", metavar="STACK",
+                   help="stack manifest; give two or more to interleave them (A B A B ... on the same hosts, "
+                   "paired for `repro compare`)")
     p.add_argument("--hosts", default="inventories/localhost", metavar="INVENTORY",
                    help="Ansible inventory (default: inventories/localhost)")
     p.add_argument("--runtime", choices=RUNTIMES.names(), default=None,
@@ -106,7 +110,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--threads", action="append", metavar="T,...", help="intra-op threads per worker to sweep (CPU)")
     g.add_argument("--warmup-steps", action="append", metavar="N")
     g.add_argument("--steps", action="append", metavar="N")
-    g.add_argument("--repeats", action="append", metavar="N", help="runs of every point (default 1)")
+    g.add_argument("--repeats", action="append", metavar="N",
+                   help=f"runs of every point (default {DEFAULT_REPEATS}: a verdict needs at least 2 runs per side; "
+                   "see docs/statistics.md)")
     g.add_argument("--backends", action="append", metavar="C,...", help="Horovod controllers: mpi, gloo or mpi,gloo")
     _workload_options(p)
     r = p.add_argument_group("running")
@@ -146,7 +152,7 @@ def options(args: argparse.Namespace):
     from repro.errors import InputError
     from repro.pipeline.bench import BenchOptions
 
-    repeats = _ints("--repeats", [_once(args.repeats, "--repeats") or "1"])[0]
+    repeats = _ints("--repeats", [_once(args.repeats, "--repeats") or str(DEFAULT_REPEATS)])[0]
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise InputError(f"--timeout: expected a positive number of seconds, found {args.timeout:g}")
     if args.link_gbps is not None and (not math.isfinite(args.link_gbps) or args.link_gbps <= 0):
@@ -167,17 +173,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from repro.results.store import Store
 
     spec, opts = sweep_spec(args), options(args)  # every flag checked before anything is read or started
-    loaded = load_stack(args.stack)
+    stacks = list(dict.fromkeys(args.stack))
+    loaded = [load_stack(s) for s in stacks]
     inventory = load_inventory(args.hosts)
     store = Store(args.store)
     live = LiveProgress() if sys.stderr.isatty() and not args.dry_run else None
     with live or contextlib.nullcontext():
-        result = bench(loaded, inventory, spec, opts, store, live)
+        result = bench(loaded if len(loaded) > 1 else loaded[0], inventory, spec, opts, store, live)
     if args.dry_run:
         for plan in result.plans:
             print("\n".join(plan.describe()))
         return 0
-    _report(result.records, store, args)
+    for one in loaded:
+        _report([r for r in result.records if r.stack.hash == one.hash], store, args)
+    if len(loaded) > 1 and result.records:
+        print(f"\ninterleaved runs are paired: repro compare {stacks[0]} {stacks[1]}"
+              + (f" --store {args.store}" if args.store else ""))
     if result.failed:
         print(f"{len(result.failed)} of {len(result.records)} runs failed; `repro bench ... --resume` re-runs them")
         return 1

@@ -164,7 +164,10 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     loaded = load_stack(args.stack)
     plan = plan_build(loaded, _options(args), check_inputs=False)
-    sys.stdout.write(render_apptainer(loaded.stack, plan.options) if args.apptainer else plan.dockerfile)
+    from repro.results.redact import redact_text
+
+    text = render_apptainer(loaded.stack, plan.options) if args.apptainer else plan.dockerfile
+    sys.stdout.write(redact_text(text))  # a token in a pip index URL is never printed
     return 0
 
 

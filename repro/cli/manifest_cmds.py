@@ -92,9 +92,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     from repro.manifest import load_stack
     from repro.manifest.compat import check
+    from repro.results.redact import redact_tree
 
     loaded = load_stack(args.stack)
-    data = {
+    data = redact_tree({
         "name": loaded.stack.name,
         "file": loaded.file,
         "extends": list(loaded.chain[1:]),
@@ -103,7 +104,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "gpu": loaded.stack.gpu,
         "stack": loaded.stack.model_dump(mode="json"),
         "findings": [f.as_dict() for f in check(loaded)],
-    }
+    })
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
     else:

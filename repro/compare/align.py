@@ -22,6 +22,7 @@ from typing import Any
 from repro.errors import ResultsError
 from repro.results.provenance import HostFacts
 from repro.results.record import RunRecord, Settings
+from repro.results.redact import is_redacted
 from repro.workloads.catalog import kind_of
 
 # Settings fields a point is aligned on, in display order. global_batch follows from batch x workers.
@@ -57,6 +58,8 @@ class Change:
     new: Any
 
     def render(self) -> str:
+        if is_redacted(self.old) or is_redacted(self.new):
+            return f"{self.path} changed (value redacted)"
         return f"{self.path}: {format_value(self.old)} → {format_value(self.new)}"
 
 

@@ -24,6 +24,7 @@ from repro.errors import BackendUnavailable, ImageError, InputError
 from repro.image import render
 from repro.image.engine import image_id
 from repro.image.render import RenderOptions
+from repro.results.redact import redact_argv, redact_text
 
 if TYPE_CHECKING:
     import docker
@@ -105,8 +106,8 @@ class BuildPlan:
                  f"image tag:   {self.tag}", f"base image:  {self.base_image}",
                  f"context:     {len(self.files) + 1} files, {_size(self.context_size)}"]
         lines += [f"  {f.name:<60} {_size(f.size):>10}  sha256:{f.sha256[:12]}" for f in self.files]
-        lines += [f"build arg:   {k}={v}" for k, v in self.build_args]
-        lines += ["", "Dockerfile:", self.dockerfile.rstrip("\n")]
+        lines += [f"build arg:   {arg}" for arg in redact_argv([f"{k}={v}" for k, v in self.build_args])]
+        lines += ["", "Dockerfile:", redact_text(self.dockerfile.rstrip("\n"))]
         return "\n".join(lines)
 
 
@@ -276,6 +277,7 @@ class _Transcript:
         self.image_id: str | None = None
 
     def line(self, text: str) -> None:
+        text = redact_text(text)  # a pip index URL with its token must not reach the build log
         self.log.write(text + "\n")
         self.log.flush()
         self.progress(text)

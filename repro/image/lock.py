@@ -15,6 +15,7 @@ from repro import __version__
 from repro.errors import ImageError
 from repro.image import verify
 from repro.results.provenance import LOCK_FORMAT, ImageLock, LockBuild, LockImage, LockSshd, LockStack
+from repro.results.redact import redact_tree
 
 if TYPE_CHECKING:
     import docker
@@ -33,7 +34,7 @@ def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found
     except Exception:  # the base may be gone (pruned) after the build; the lock says so
         base_id = None
     stack = loaded.stack
-    return ImageLock(
+    lock = ImageLock(
         format=LOCK_FORMAT,
         repro_version=__version__,
         stack=LockStack(name=stack.name, hash=loaded.hash, image_hash=loaded.image_hash, file=loaded.file),
@@ -52,6 +53,8 @@ def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found
                         started=outcome.started, finished=outcome.finished),
         verified_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+    # the image's environment, pip freeze (`pkg @ https://user:token@...`) and build args can hold secrets
+    return ImageLock.model_validate(redact_tree(lock.model_dump(mode="json")))
 
 
 def read_lock(store: Store, loaded: LoadedStack) -> ImageLock:

@@ -28,9 +28,8 @@ from repro.results.record import (
     SweepRef,
     new_id,
     now_iso,
-    redact_argv,
-    redact_env,
 )
+from repro.results.redact import redact_argv, redact_env, redact_text, redact_tree
 
 # common settings a workload reports under these names in its result's `settings`
 REPORTED = ("model", "batch_per_worker", "precision", "xla", "data_format", "warmup_steps", "steps")
@@ -124,12 +123,12 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
         base["settings"] = settings
         failure = failure or mismatch
     return RunRecord(
-        status="failed" if failure else "ok", failure=failure, **base,
+        status="failed" if failure else "ok", failure=redact_text(failure) if failure else None, **base,
         ranks=_ranks(result, plan.placement) if result else [],
         command=redact_argv(plan.launch_argv), env=redact_env(plan.env),
-        resolved={k: v for k, v in resolved.items() if not k.startswith("_")},
+        resolved=redact_tree({k: v for k, v in resolved.items() if not k.startswith("_")}),
         software=dict(result.get("software", {})) if result else {},
         world=dict(result.get("world", {})) if result else {},
         metrics=dict(result.get("metrics", {})) if result else {},
-        duration_s=round(outcome.duration_s, 3), log_tail=tail(outcome.stdout, outcome.stderr, LOG_LINES),
+        duration_s=round(outcome.duration_s, 3), log_tail=redact_text(tail(outcome.stdout, outcome.stderr, LOG_LINES)),
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from repro.hosts.inventory import Host
 from repro.launch.placement import Placement
 from repro.results.record import Settings
+from repro.results.redact import redact_argv, redact_text
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CONTAINER_DATA = "/data"
@@ -70,14 +71,14 @@ class LaunchPlan:
         return self.placement[0].host
 
     def describe(self) -> list[str]:
-        """Exactly what runs, host by host, each command shell-quoted (for --dry-run)."""
+        """What runs, host by host, each command shell-quoted (for --dry-run); secrets shown as <redacted:..>."""
         p = self.point
-        label = " ".join(f"{k}={_CONTROL.sub('?', str(v))}" for k, v in (
+        label = " ".join(f"{k}={_CONTROL.sub('?', redact_text(str(v)))}" for k, v in (
             ("workload", p.workload), ("model", p.model), ("workers", p.workers), ("batch/worker", p.batch_per_worker),
-            ("backend", p.backend)) if v is not None)
+            ("precision", p.precision), ("xla", p.xla), ("backend", p.backend)) if v is not None)
         lines = [f"# point: {label}"]
-        lines += [f"[{c.host.name}] {shlex.join(c.run_argv)}" for c in self.containers]
-        lines.append(f"[{self.launcher.name}] {shlex.join(self.exec_argv)}")
+        lines += [f"[{c.host.name}] {shlex.join(redact_argv(c.run_argv))}" for c in self.containers]
+        lines.append(f"[{self.launcher.name}] {shlex.join(redact_argv(self.exec_argv))}")
         lines += [f"[{c.host.name}] {shlex.join(c.remove_argv)}" for c in self.containers]
         return lines
 

@@ -11,11 +11,11 @@ repeats) of the same sweep that are missing or failed.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from repro.errors import HostError, Interrupted
+from repro.errors import HostError, InputError, Interrupted
 from repro.hosts.inventory import Host, Inventory
 from repro.hosts.remote import preflight
 from repro.launch import collect, diagnose
@@ -30,6 +30,7 @@ from repro.pipeline.gate import admit
 from repro.pipeline.stage import safe_call
 from repro.results.provenance import HostFacts, ImageLock
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
+from repro.results.redact import redact_tree
 from repro.results.store import Store, inventory_key
 
 INTERRUPTED = "interrupted (Ctrl-C, or the terminal or a service manager stopped repro)"
@@ -145,27 +146,40 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
     return Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory.path))
 
 
-def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions, store: Store,
-          progress: object = None) -> BenchResult:
+def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spec: SweepSpec, options: BenchOptions,
+          store: Store, progress: object = None) -> BenchResult:
     """Run (or, with dry_run, plan) every point of the sweep; returns the records stored.
 
+    With several stacks the sweep is interleaved: each repeat of each point runs for every stack in turn
+    (A B A B ...) on the same hosts, so that a shared machine's drift falls on every stack alike; the records
+    of one turn share a `pair` id that `repro compare` pairs them by.
     `progress` gets message/running/finished calls (see LineProgress); a plain callable gets lines.
     """
     progress = _progress(progress)
-    admit(loaded, action="launched")
-    sweep = plan_sweep(loaded, inventory, spec, options, store)
+    stacks = [loaded] if isinstance(loaded, LoadedStack) else list(loaded)
+    for one in stacks:
+        admit(one, action="launched")
+    sweeps = [plan_sweep(one, inventory, spec, options, store) for one in stacks]
+    if len({tuple((p.workload, p.workers) for p in sw.points) for sw in sweeps}) > 1:
+        raise InputError("interleaved stacks must sweep the same points (workload and worker counts, in order)",
+                         hint="give every stack the same --workload/--model/--batch-size/... flags explicitly")
     if options.dry_run:
-        plans = [plan_point(p, sweep.placements[p.workers], sweep.runtime,
-                            sweep.context(loaded, options, p, "dry-run")) for p in sweep.points]
-        return BenchResult(sweep.id, plans=plans)
-    runtime = create(sweep.runtime, loaded.stack, sweep.image)
-    hosts = [pl.host for pl in sweep.placements[max(sweep.placements)]]
-    check_hosts(hosts)
-    removed = runtime.cleanup_stale(hosts)
-    if removed:
-        progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
-    report = runtime.prepare(hosts, backend=spec.backends[0] if spec.backends else "mpi")
-    return _run_sweep(loaded, sweep, options, store, runtime, report, progress)
+        plans = [plan_point(sw.points[i], sw.placements[sw.points[i].workers], sw.runtime,
+                            sw.context(one, options, sw.points[i], "dry-run"))
+                 for i in range(len(sweeps[0].points)) for one, sw in zip(stacks, sweeps, strict=True)]
+        return BenchResult(sweeps[0].id, plans=plans)
+    runs = []
+    for one, sw in zip(stacks, sweeps, strict=True):
+        runtime = create(sw.runtime, one.stack, sw.image)
+        hosts = [pl.host for pl in sw.placements[max(sw.placements)]]
+        if not runs:  # the same hosts for every stack: checked once
+            check_hosts(hosts)
+        removed = runtime.cleanup_stale(hosts)
+        if removed:
+            progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
+        report = runtime.prepare(hosts, backend=spec.backends[0] if spec.backends else "mpi")
+        runs.append(_Run(one, sw, options, store, runtime, report, progress))
+    return _run_sweeps(runs, options, progress)
 
 
 def check_hosts(hosts: list[Host]) -> None:
@@ -202,7 +216,7 @@ class _Run:
     def stack_ref(self) -> StackRef:
         s = self.loaded.stack
         return StackRef(name=s.name, hash=self.loaded.hash, image_hash=self.loaded.image_hash, file=self.loaded.file,
-                        manifest=s.model_dump(mode="json"))
+                        manifest=redact_tree(s.model_dump(mode="json")))
 
     def keep(self, rec: RunRecord) -> None:
         self.store.put(rec)
@@ -215,11 +229,12 @@ class _Run:
                                 returncode=outcome.returncode, failure=outcome.failure, unreachable=unreachable,
                                 launcher=plan.launcher_name)
 
-    def point(self, point: Settings, repeat: int, label: str, n: int, total: int) -> None:
+    def point(self, point: Settings, repeat: int, label: str, n: int, total: int, *, pair: str | None = None) -> None:
         """Plan, run, collect and store one repeat of one point (Ctrl-C: stored as interrupted, then raised)."""
         placement = self.sweep.placements[point.workers]
         ctx = collect.Context(self.stack_ref, self.report,
-                              SweepRef(id=self.sweep.id, point=point_key(point), repeat=repeat), self.sweep.runtime,
+                              SweepRef(id=self.sweep.id, point=point_key(point), repeat=repeat, pair=pair),
+                              self.sweep.runtime,
                               self.sweep.facts)
         run_id = new_id().split("-")[-1]
         planned = safe_call("planning", partial(plan_point, point, placement, self.sweep.runtime,
@@ -251,21 +266,28 @@ class _Run:
             self.progress.message("    " + "\n    ".join(last))
 
 
-def _run_sweep(loaded: LoadedStack, sweep: Sweep, options: BenchOptions, store: Store, runtime: Runtime,
-               report: RuntimeReport, progress: LineProgress) -> BenchResult:
-    run = _Run(loaded, sweep, options, store, runtime, report, progress)
-    done = _done(store, loaded.hash, sweep.id) if options.resume else set()
-    skipped, n, total = 0, 0, len(sweep.points) * options.repeats
-    for point in sweep.points:
+def _run_sweeps(runs: list[_Run], options: BenchOptions, progress: LineProgress) -> BenchResult:
+    """Every point and repeat, each run for every stack in turn (one stack: the plain sweep)."""
+    done = [_done(r.store, r.loaded.hash, r.sweep.id) if options.resume else set() for r in runs]
+    group = "-".join(r.sweep.id.removeprefix("sw-")[:6] for r in runs) if len(runs) > 1 else None
+    skipped, n, total = 0, 0, len(runs[0].sweep.points) * options.repeats * len(runs)
+    point: Settings
+    for index in range(len(runs[0].sweep.points)):
         for repeat in range(options.repeats):
-            n += 1
-            label = f"[{n}/{total}] {_describe(point, repeat, options.repeats)}"
-            if (point_key(point), repeat) in done:
-                skipped += 1
-                progress.finished(n, total, label, "done earlier, skipped (--resume)")
-                continue
-            run.point(point, repeat, label, n, total)
-    return BenchResult(sweep.id, run.records, skipped, cleanup_pending=tuple(run.pending))
+            pair = f"{group}-{index}-{repeat}" if group else None
+            for run, finished in zip(runs, done, strict=True):
+                point = run.sweep.points[index]
+                n += 1
+                who = f"{run.loaded.stack.name} " if len(runs) > 1 else ""
+                label = f"[{n}/{total}] {who}{_describe(point, repeat, options.repeats)}"
+                if (point_key(point), repeat) in finished:
+                    skipped += 1
+                    progress.finished(n, total, label, "done earlier, skipped (--resume)")
+                    continue
+                run.point(point, repeat, label, n, total, pair=pair)
+    records = [rec for run in runs for rec in run.records]
+    pending = tuple(dict.fromkeys(h for run in runs for h in run.pending))
+    return BenchResult(runs[0].sweep.id, records, skipped, cleanup_pending=pending)
 
 
 def _describe(point: Settings, repeat: int, repeats: int) -> str:

@@ -6,7 +6,6 @@ speedup, efficiency) is derived from them in repro.results.metrics, never stored
 
 from __future__ import annotations
 
-import re
 import secrets
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -90,6 +89,9 @@ class SweepRef(_Frozen):
     id: str
     point: str  # stable key of the point's settings within the sweep
     repeat: int = 0
+    # interleaved A/B sweeps (`repro bench --stack A --stack B`): the runs of every stack at the same point and
+    # repeat ran back to back on the same hosts; `pair` names that group so that compare can pair them
+    pair: str | None = None
 
 
 class Published(_Frozen):
@@ -207,30 +209,3 @@ def new_id(now: datetime | None = None) -> str:
 def now_iso() -> str:
     """The current UTC time as ISO 8601."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|PASS|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
-_SECRET_VALUE = re.compile(r"(://[^:/@\s]+:)([^@\s]+)(@)")  # user:password@ in URLs
-REDACTED = "<redacted>"
-
-
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """The environment with secrets (tokens, passwords, keys, URL credentials) replaced."""
-    out = {}
-    for name, value in env.items():
-        if _SECRET_NAME.search(name) and not name.endswith(("_FILE", "_PATH", "_DIR")):
-            out[name] = REDACTED
-        else:
-            out[name] = _SECRET_VALUE.sub(rf"\1{REDACTED}\3", value)
-    return out
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """An argv with `-x NAME=VALUE` secrets and URL credentials redacted."""
-    out = []
-    for arg in argv:
-        if "=" in arg:
-            name, value = arg.split("=", 1)
-            arg = f"{name}={redact_env({name.lstrip('-'): value})[name.lstrip('-')]}"
-        out.append(_SECRET_VALUE.sub(rf"\1{REDACTED}\3", arg))
-    return out

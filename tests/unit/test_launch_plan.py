@@ -17,7 +17,8 @@ from repro.launch.points import SweepSpec, expand, point_key, sweep_id
 from repro.launch.runtimes import Outcome, RuntimeReport, plan_point
 from repro.manifest import load_stack
 from repro.manifest.software import from_host_probe, mismatches
-from repro.results.record import StackRef, SweepRef, redact_argv, redact_env
+from repro.results.record import StackRef, SweepRef
+from repro.results.redact import marker, redact_argv, redact_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = load_stack(ROOT / "stacks" / "cpu-tf215.yaml")
@@ -149,7 +150,7 @@ def test_collect_maps_ranks_to_hosts_by_address_not_hostname():
     assert rec.status == "ok"
     assert [r.host for r in rec.ranks] == ["h1", "h2"]
     assert rec.settings.hosts == 2 and rec.settings.workers == 2
-    assert rec.env["API_TOKEN"] == "<redacted>"
+    assert rec.env["API_TOKEN"] == marker("s3cret")
 
 
 def test_collect_without_a_result_is_a_failed_record_with_the_reason():
@@ -164,10 +165,10 @@ def test_collect_without_a_result_is_a_failed_record_with_the_reason():
 def test_redaction_of_secrets_in_env_and_argv():
     env = redact_env({"HF_TOKEN": "abc", "NCCL_DEBUG": "INFO", "PIP_INDEX_URL": "https://u:pw@pypi.local/simple",
                       "SSH_KEY_FILE": "/k"})
-    assert env == {"HF_TOKEN": "<redacted>", "NCCL_DEBUG": "INFO",
-                   "PIP_INDEX_URL": "https://u:<redacted>@pypi.local/simple", "SSH_KEY_FILE": "/k"}
+    assert env == {"HF_TOKEN": marker("abc"), "NCCL_DEBUG": "INFO",
+                   "PIP_INDEX_URL": f"https://{marker('u:pw')}@pypi.local/simple", "SSH_KEY_FILE": "/k"}
     assert redact_argv(["-x", "DB_PASSWORD=hunter2", "--url=http://a:b@c"]) == [
-        "-x", "DB_PASSWORD=<redacted>", "--url=http://a:<redacted>@c"]
+        "-x", f"DB_PASSWORD={marker('hunter2')}", f"--url=http://{marker('a:b')}@c"]
 
 
 def test_ssh_options_reach_ssh_intact_through_open_mpi():
