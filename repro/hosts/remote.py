@@ -337,3 +337,8 @@ class RemoteProcess:
     def output(self) -> tuple[str, str]:
         with self._lock:
             return "".join(self.stdout), "".join(self.stderr)
+
+    def stderr_lines(self) -> list[str]:
+        """The lines of stderr received so far (a copy)."""
+        with self._lock:
+            return list(self.stderr)

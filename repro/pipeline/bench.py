@@ -247,7 +247,8 @@ class _Run:
         plan = planned.value
         self.progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in placement))
         try:
-            outcome = SCHEDULERS.get(self.options.scheduler).execute(plan, self.runtime, self.options.timeout)
+            outcome = SCHEDULERS.get(self.options.scheduler).execute(
+                plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
         except KeyboardInterrupt:
             self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan))
             kept = sum(1 for r in self.records if r.status == "ok")

@@ -313,6 +313,15 @@ def finish(
     return result
 
 
+PROGRESS_PREFIX = "REPRO_PROGRESS "
+
+
+def progress(message: str) -> None:
+    """A line repro shows on its terminal while the point runs (stderr, prefixed; rank 0 only, by the caller)."""
+    sys.stderr.write(PROGRESS_PREFIX + message.replace("\n", " ") + "\n")
+    sys.stderr.flush()
+
+
 def log(message: str) -> None:
     """Progress output: stderr, so stdout holds only the result line."""
     sys.stderr.write(message + "\n")

@@ -3,10 +3,20 @@
     mpirun -np 2 python -m repro.workloads.allreduce [--min-exp 0 --max-exp 8 --num 80 | --sizes 1,1024]
         [--dtypes fp32,fp16] [--iterations 100] [--warmup 10]
 
-Each size (in elements) is reduced with `hvd.allreduce(op=Sum)` through whatever controller and
-operations the processes were launched with (MPI by default, Gloo under repro.workloads.gloo, NCCL
-for GPU tensors when Horovod has it). Every iteration is timed on every rank, from the call until
-the reduced tensor is usable; the latency of an iteration is the mean over ranks (OSU convention).
+Every size (in elements) is reduced along two paths, side by side in one run:
+
+* raw: `MPI_Allreduce` of host buffers through mpi4py, between the same ranks and with the same libmpi
+  Horovod uses (each iteration after a barrier, as OSU's benchmarks do). It answers "is the fabric
+  healthy?" (seed 004's task 0.a, nccl-tests' purpose). Float types MPI has (fp32, fp64) only; without
+  mpi4py in the environment the raw path is recorded as unavailable, with the reason.
+* horovod: `hvd.allreduce(op=Sum)` through whatever controller and operations the processes were launched
+  with (MPI by default, Gloo under repro.workloads.gloo, NCCL for GPU tensors when Horovod has it), with
+  its background cycle and tensor fusion (`--cycle-time-ms`, `--fusion-threshold`, or HOROVOD_* in the
+  stack's env). It answers "what does Horovod get out of the fabric, and which setting fixes it?".
+
+Every iteration is timed on every rank, from the call until the reduced buffer is usable; the latency of
+an iteration is the mean over ranks (OSU convention). Rank r contributes r+1 everywhere, so every element
+of the result must be n(n+1)/2: elements that are not are counted as wrong (nccl-tests' #wrong).
 
 algbw = bytes / latency; busbw = algbw * 2(n-1)/n, the data a ring all-reduce moves over each link
 (nccl-tests' definition). For n = 1 nothing crosses a link, so busbw is 0 there by the same formula.
@@ -24,6 +34,7 @@ from ._common import WorkloadError, run_main
 from .spec import ArgumentParser, Option, WorkloadSpec
 
 DTYPES = {"fp32": ("float32", 4), "fp16": ("float16", 2), "fp64": ("float64", 8), "int32": ("int32", 4)}
+RAW_DTYPES = ("fp32", "fp64", "int32")  # MPI has no 16-bit float to sum
 
 
 def default_sizes(min_exp: float = 0.0, max_exp: float = 8.0, num: int = 80) -> list[int]:
@@ -112,6 +123,11 @@ SPEC = WorkloadSpec(
         Option("dtypes", str, "fp32,fp16", "comma-separated, from fp32, fp16", items=("fp32", "fp16")),
         Option("iterations", int, 100, "timed all-reduces per size and dtype", minimum=1),
         Option("warmup", int, 10, "untimed all-reduces first", minimum=0),
+        Option("cycle_time_ms", float, None, "Horovod's background cycle (HOROVOD_CYCLE_TIME, ms)", minimum=0,
+               exclusive_minimum=True),
+        Option("fusion_threshold", int, None, "Horovod's tensor fusion buffer (HOROVOD_FUSION_THRESHOLD, bytes)",
+               minimum=0),
+        Option("raw", bool, True, "also time MPI_Allreduce directly (mpi4py)"),
         *common.COMMON_OPTIONS,
     ),
 )
@@ -122,52 +138,108 @@ def build_parser() -> ArgumentParser:
     return SPEC.parser(common.add_output_argument)
 
 
-def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
-    """Parse flags, run the sweep, emit the result (rank 0)."""
-    args = build_parser().parse_args(argv)
-    sizes = parse_sizes(args.sizes) if args.sizes else default_sizes(args.min_exp, args.max_exp, args.num)
-    dtypes = parse_dtypes(args.dtypes)
+def expected_sum(world_size: int) -> int:
+    """What every element of the reduction must be when rank r contributes r+1."""
+    return world_size * (world_size + 1) // 2
 
-    world = common.start(args.intra_threads, args.inter_threads)
+
+def raw_comm() -> tuple[Any, str | None]:
+    """mpi4py's world communicator after Horovod started MPI (so both use one libmpi), or why there is none."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        return None, f"mpi4py is not installed ({exc})"
+    if not MPI.Is_initialized():  # Gloo controller: processes started by mpirun, MPI not initialised by Horovod
+        MPI.Init_thread(MPI.THREAD_MULTIPLE)
+    return MPI.COMM_WORLD, None
+
+
+def time_raw(comm: Any, dtype: str, elements: int, iterations: int, warmup: int) -> tuple[list[float], int]:
+    """MPI_Allreduce of host buffers: per-iteration latencies (after a barrier) and the count of wrong elements."""
+    import numpy as np
+    from mpi4py import MPI
+
+    send = np.full(elements, comm.Get_rank() + 1, dtype=DTYPES[dtype][0])
+    recv = np.empty_like(send)
+    clock = time.perf_counter
+    times = []
+    for iteration in range(warmup + iterations):
+        comm.Barrier()
+        began = clock()
+        comm.Allreduce(send, recv, op=MPI.SUM)
+        elapsed = clock() - began
+        if iteration >= warmup:
+            times.append(elapsed)
+    return times, int(np.count_nonzero(recv != expected_sum(comm.Get_size())))
+
+
+def time_horovod(world: Any, dtype: str, elements: int, iterations: int, warmup: int) -> tuple[list[float], int]:
+    """hvd.allreduce(op=Sum): per-iteration latencies and the count of wrong elements."""
     import horovod.tensorflow as hvd
     import tensorflow as tf
 
-    backend = ("nccl" if hvd.nccl_built() else "gpu") if world.gpu else world.cpu_operations
-    device = "/GPU:0" if world.gpu else "/CPU:0"
-
-    def sync(tensor: Any) -> None:
-        # CPU: .numpy() shares the buffer (no copy). GPU: one element to the host waits for the stream.
-        if world.gpu:
-            tensor[:1].numpy()
-        else:
-            tensor.numpy()
-
-    per_rank: dict[tuple[str, int], list[float]] = {}
+    with tf.device("/GPU:0" if world.gpu else "/CPU:0"):
+        tensor = tf.fill([elements], tf.constant(world.rank + 1, dtype=getattr(tf, DTYPES[dtype][0])))
+    name = f"repro_allreduce_{dtype}_{elements}"
     clock = time.perf_counter
+    times = []
+    out = tensor
+    for iteration in range(warmup + iterations):
+        began = clock()
+        out = hvd.allreduce(tensor, op=hvd.Sum, name=name)
+        # CPU: .numpy() shares the buffer (no copy). GPU: one element to the host waits for the stream.
+        (out[:1] if world.gpu else out).numpy()
+        elapsed = clock() - began
+        if iteration >= warmup:
+            times.append(elapsed)
+    wrong = int(tf.math.count_nonzero(tf.not_equal(out, tf.cast(expected_sum(world.size), out.dtype))).numpy())
+    return times, wrong
+
+
+def _environment(args: Any) -> None:
+    """Horovod's tuning flags become its environment before it starts."""
+    import os
+
+    if args.cycle_time_ms is not None:
+        os.environ["HOROVOD_CYCLE_TIME"] = repr(args.cycle_time_ms)
+    if args.fusion_threshold is not None:
+        os.environ["HOROVOD_FUSION_THRESHOLD"] = str(args.fusion_threshold)
+
+
+def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
+    """Parse flags, run the sweep along both paths, emit the result (rank 0)."""
+    args = build_parser().parse_args(argv)
+    sizes = parse_sizes(args.sizes) if args.sizes else default_sizes(args.min_exp, args.max_exp, args.num)
+    dtypes = parse_dtypes(args.dtypes)
+    _environment(args)
+    world = common.start(args.intra_threads, args.inter_threads)
+    import horovod.tensorflow as hvd
+
+    backend = ("nccl" if hvd.nccl_built() else "gpu") if world.gpu else world.cpu_operations
+    comm, raw_missing = raw_comm() if args.raw else (None, "not asked for (--no-raw)")
+    per_rank: dict[tuple[str, int], dict[str, Any]] = {}
     for dtype in dtypes:
-        tf_dtype = getattr(tf, DTYPES[dtype][0])
         for elements in sizes:
-            with tf.device(device):
-                tensor = tf.ones([elements], dtype=tf_dtype)
-            name = f"repro_allreduce_{dtype}_{elements}"
-            times = []
-            for iteration in range(args.warmup + args.iterations):
-                began = clock()
-                out = hvd.allreduce(tensor, op=hvd.Sum, name=name)
-                sync(out)
-                elapsed = clock() - began
-                if iteration >= args.warmup:
-                    times.append(elapsed)
-            per_rank[(dtype, elements)] = times
-            del tensor, out
-        if world.rank == 0:
-            common.log(f"allreduce: {dtype} done ({len(sizes)} sizes)")
+            entry: dict[str, Any] = {}
+            if comm is not None and dtype in RAW_DTYPES:
+                entry["raw"], entry["raw_wrong"] = time_raw(comm, dtype, elements, args.iterations, args.warmup)
+            entry["horovod"], entry["wrong"] = time_horovod(world, dtype, elements, args.iterations, args.warmup)
+            per_rank[(dtype, elements)] = entry
+            if world.rank == 0:
+                common.progress(f"allreduce {dtype} {elements} elements: "
+                                f"{common.median(entry['horovod']) * 1e6:.1f} us" +
+                                (f" (raw {common.median(entry['raw']) * 1e6:.1f} us)" if "raw" in entry else ""))
 
     gathered = common.gather([[d, e, t] for (d, e), t in per_rank.items()])
     rows = []
     for index, (dtype, elements, _) in enumerate(gathered[0]):
-        latencies = mean_over_ranks([rank_rows[index][2] for rank_rows in gathered])
-        rows.append(summarize(dtype, elements, latencies, world.size))
+        ranks = [rank_rows[index][2] for rank_rows in gathered]
+        row = summarize(dtype, elements, mean_over_ranks([r["horovod"] for r in ranks]), world.size)
+        row["wrong"] = sum(r["wrong"] for r in ranks)
+        row["raw"] = (summarize(dtype, elements, mean_over_ranks([r["raw"] for r in ranks]), world.size)
+                      if "raw" in ranks[0] else None)
+        row["raw_wrong"] = sum(r["raw_wrong"] for r in ranks) if "raw" in ranks[0] else None
+        rows.append(row)
 
     settings = {
         "sizes": sizes,
@@ -177,18 +249,29 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         "dtypes": dtypes,
         "iterations": args.iterations,
         "warmup": args.warmup,
+        "cycle_time_ms": args.cycle_time_ms,
+        "fusion_threshold": args.fusion_threshold,
+        "raw": bool(args.raw),
         "op": "sum",
         "seed": args.seed,
         **common.runtime_settings(world),
     }
     metrics = {
         "backend": backend,
+        "raw_backend": None if comm is None else f"mpi4py MPI_Allreduce ({_mpi_library(comm)})",
+        "raw_missing": raw_missing,
         "latency_aggregation": "mean over ranks per iteration",
         "bus_factor": bus_factor(world.size),
         "results": rows,
     }
     record = common.rank_record(world, [], [], 0)
     return common.finish("allreduce", world, settings, record, metrics, args.output)
+
+
+def _mpi_library(comm: Any) -> str:
+    from mpi4py import MPI
+
+    return MPI.Get_library_version().splitlines()[0].split(",")[0].strip()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

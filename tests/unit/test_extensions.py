@@ -86,7 +86,7 @@ class SubprocessRuntime:
     def cleanup_stale(self, hosts) -> list[str]:
         return []
 
-    def run(self, plan: LaunchPlan, timeout: float) -> Outcome:
+    def run(self, plan: LaunchPlan, timeout: float, progress=None) -> Outcome:
         t0 = time.monotonic()
         proc = subprocess.run(plan.exec_argv, capture_output=True, text=True, timeout=timeout, check=False)
         return Outcome(proc.stdout, proc.stderr, proc.returncode, time.monotonic() - t0)
@@ -100,9 +100,9 @@ class Inline:
     def __init__(self) -> None:
         self.ran: list[str] = []
 
-    def execute(self, plan, runtime, timeout) -> Outcome:
+    def execute(self, plan, runtime, timeout, progress=None) -> Outcome:
         self.ran.append(plan.point.workload)
-        return runtime.run(plan, timeout)
+        return runtime.run(plan, timeout, progress)
 
 
 class ToyCount:

@@ -8,7 +8,7 @@
         def __init__(self, stack, image): ...
         def prepare(self, hosts, backend) -> RuntimeReport: ...     # checks before any worker starts
         def cleanup_stale(self, hosts) -> list[str]: ...            # what an interrupted run left behind
-        def run(self, plan, timeout) -> Outcome: ...                 # run one point, always clean up
+        def run(self, plan, timeout, progress=None) -> Outcome: ...  # run one point, always clean up
 
 Built in: `host` (the hosts' own TensorFlow/Horovod/MPI, checked against the stack) and `docker` (a
 worker container from the stack's image on every host). Adding one is a class plus a registration.
@@ -16,6 +16,7 @@ worker container from the stack's image on every host). Adding one is a class pl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -63,7 +64,7 @@ class Runtime(Protocol):
 
     def cleanup_stale(self, hosts: list[Host]) -> list[str]: ...
 
-    def run(self, plan: LaunchPlan, timeout: float) -> Outcome: ...
+    def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome: ...
 
 
 RUNTIMES: Registry[type] = Registry("runtime")

@@ -5,6 +5,7 @@ first host's container across all of them (seed 003's appendix, automated)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
@@ -195,7 +196,7 @@ class DockerRuntime:
                 return f"the Docker engine on {c.host.name} stopped answering"
         return None
 
-    def run(self, plan: LaunchPlan, timeout: float) -> Outcome:
+    def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome:
         started = time.monotonic()
         failure: str | None = None
         code: int | None = None
@@ -210,7 +211,7 @@ class DockerRuntime:
                 proc = remote.start(plan.exec_argv)
                 try:
                     with Watch([p.host for p in plan.placement], lambda: self._containers_alive(plan)) as watch:
-                        code, failure = supervise(proc, watch, timeout, started)
+                        code, failure = supervise(proc, watch, timeout, started, progress)
                 finally:
                     if failure or code is None:
                         proc.stop()

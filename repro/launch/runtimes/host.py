@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
@@ -105,13 +106,13 @@ class HostRuntime:
     def cleanup_stale(self, hosts: list[Host]) -> list[str]:
         return []
 
-    def run(self, plan: LaunchPlan, timeout: float) -> Outcome:
+    def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome:
         started = time.monotonic()
         with Remote(plan.launcher) as remote:
             proc = remote.start(plan.exec_argv)
             try:
                 with Watch([p.host for p in plan.placement]) as watch:
-                    code, failure = supervise(proc, watch, timeout, started)
+                    code, failure = supervise(proc, watch, timeout, started, progress)
             except BaseException:
                 proc.stop()
                 raise

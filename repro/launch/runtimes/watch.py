@@ -56,9 +56,23 @@ class Watch:
                     return
 
 
-def supervise(proc: RemoteProcess, watch: Watch, timeout: float, started: float) -> tuple[int | None, str | None]:
-    """Wait for the launcher; return (exit code, failure reason)."""
+PROGRESS_PREFIX = "REPRO_PROGRESS "  # what a workload prints (stderr) for repro to show while it runs
+
+
+def supervise(proc: RemoteProcess, watch: Watch, timeout: float, started: float,
+              progress: Callable[[str], None] | None = None) -> tuple[int | None, str | None]:
+    """Wait for the launcher, passing the workload's progress lines on; return (exit code, failure reason)."""
+    shown = 0
     while True:
+        if progress is not None:
+            lines = proc.stderr_lines()
+            for line in lines[shown:]:
+                text = line.strip()
+                # mpirun --tag-output and srun --label put a rank tag first
+                at = text.find(PROGRESS_PREFIX)
+                if at >= 0:
+                    progress(text[at + len(PROGRESS_PREFIX):])
+            shown = len(lines)
         code = proc.poll()
         if code is not None:
             return code, None

@@ -4,7 +4,7 @@
     @SCHEDULERS.register("direct", instance=True,
                      help="repro starts each point itself, over SSH on the inventory's hosts")
 class Direct:
-        def execute(self, plan, runtime, timeout) -> Outcome: ...
+        def execute(self, plan, runtime, timeout, progress=None) -> Outcome: ...
 
 `direct` runs each point itself over SSH on the inventory's hosts (the runtime sets up, launches and
 cleans up). A batch scheduler (Slurm) instead submits each point as a job into an allocation. Adding
@@ -13,6 +13,7 @@ one is a class plus a registration; `repro bench --scheduler NAME` then offers i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from repro.registry import Registry
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 class Scheduler(Protocol):
     name: str
 
-    def execute(self, plan: LaunchPlan, runtime: Runtime, timeout: float) -> Outcome: ...
+    def execute(self, plan: LaunchPlan, runtime: Runtime, timeout: float,
+                progress: Callable[[str], None] | None = None) -> Outcome: ...
 
 
 SCHEDULERS: Registry[Scheduler] = Registry("scheduler")
@@ -38,6 +40,7 @@ class Direct:
 
     name = "direct"
 
-    def execute(self, plan: LaunchPlan, runtime: Runtime, timeout: float) -> Outcome:
-        return runtime.run(plan, timeout)
+    def execute(self, plan: LaunchPlan, runtime: Runtime, timeout: float,
+                progress: Callable[[str], None] | None = None) -> Outcome:
+        return runtime.run(plan, timeout, progress)
 
