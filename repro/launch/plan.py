@@ -77,9 +77,13 @@ def workload_argv(point: Settings, python: str, *, data: str | None = None, tf_c
             if point.extra.get(flag) is not None:
                 argv += ["--" + flag.replace("_", "-"), str(point.extra[flag])]
     elif w == "tf_cnn_benchmarks":
-        from repro.launch.tfcnn import tf_cnn_benchmarks_argv
+        from repro.workloads import WorkloadError
+        from repro.workloads.tf_cnn_benchmarks import tf_cnn_benchmarks_argv
 
-        return tf_cnn_benchmarks_argv(point, python=python, data_dir=data, script=tf_cnn_script)
+        try:
+            return tf_cnn_benchmarks_argv(point, python=python, data_dir=data, script=tf_cnn_script)
+        except WorkloadError as exc:
+            raise InputError(str(exc)) from None
     else:  # pragma: no cover - points.expand validates workloads
         raise InputError(f"unknown workload {w}")
     if point.threads:

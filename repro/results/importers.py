@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.errors import Diagnostic, InputError, Location
-from repro.launch.tfcnn import canonical_model
+from repro.workloads.tf_cnn_benchmarks import canonical_model
 from repro.results.record import RankResult, RunRecord, Settings, StackRef, new_id, now_iso
 
 TF_CNN = "tf_cnn_benchmarks"

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from repro.errors import Diagnostic, InputError, Location
-from repro.launch.tfcnn import canonical_model
+from repro.workloads.tf_cnn_benchmarks import canonical_model
 from repro.results.record import Published, RunRecord, Settings, StackRef, new_id, now_iso
 
 REQUIRED = ("system", "gpus", "images_per_sec")

@@ -3,6 +3,10 @@
 tf_cnn_benchmarks (github.com/tensorflow/benchmarks, scripts/tf_cnn_benchmarks) is what the Dell EMC
 whitepaper (seed 003) and the IBM DLaaS tables (seed 000) ran. Its flags are absl flags; booleans are
 written `--flag=True|False`. Model names follow its model_config: resnet50, inception3, vgg16, ...
+
+Like every module of repro.workloads it imports nothing from repro outside this package: what the
+program is (its models, its flags) is declared here once, for the planner and the log importer alike.
+Its output is read by repro.results.importers.tf_cnn (`parse_tf_cnn_output`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from repro.errors import InputError
+from . import WorkloadError
 
 SCRIPT = "tf_cnn_benchmarks.py"  # run from scripts/tf_cnn_benchmarks, or pass the full path
 
@@ -73,10 +77,9 @@ def tf_cnn_argv(s: TfCnnSettings, *, python: str = "python", script: str = SCRIP
     """The argv of one tf_cnn_benchmarks process (flag order as in seed 003's appendix)."""
     model = canonical_model(s.model)
     if model not in MODELS:
-        raise InputError(f"tf_cnn_benchmarks has no model '{s.model}'",
-                         hint=f"one of: {', '.join(sorted(MODELS))}")
+        raise WorkloadError(f"tf_cnn_benchmarks has no model '{s.model}' (one of: {', '.join(sorted(MODELS))})")
     if s.batch_per_worker < 1:
-        raise InputError(f"batch size must be positive, found {s.batch_per_worker}")
+        raise WorkloadError(f"batch size must be positive, found {s.batch_per_worker}")
     variable_update = s.variable_update or ("horovod" if s.horovod else "replicated")
     argv = [python, script, f"--device={s.device}"]
     if s.data_format:
