@@ -184,3 +184,13 @@ def test_cli_on_mangled_real_logs_exits_0_or_2_without_a_traceback(capsys, store
         path.write_text("\n".join(cut))
         code, _, err = run(capsys, "import", str(path), "--stack", "m", "--store", store)
         assert code in (0, 2) and "Traceback" not in err
+
+
+def test_a_file_too_large_for_a_log_is_refused_before_it_is_read(monkeypatch, tmp_path):
+    from repro.results.importers import batch
+
+    monkeypatch.setattr(batch, "MAX_BYTES", 1000)
+    big = tmp_path / "big.log"
+    big.write_bytes(TRAIN_2.read_bytes())
+    result = import_file(str(big), import_stack("s"), (), {})
+    assert result.status == "failed" and "not a benchmark log" in result.error.render()

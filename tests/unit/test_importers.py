@@ -325,3 +325,28 @@ def test_import_stack_from_a_manifest_uses_its_hash():
     assert import_stack("tf110").hash == import_stack("tf110").hash != import_stack("tf114").hash
     with pytest.raises(InputError):
         import_stack("no spaces please")
+
+
+# -- output of the real program, made for these tests (tests/data/logs/generated) -----------------------
+
+GENERATED = LOGS / "generated"
+
+
+def test_real_tagged_horovod_output_is_one_run_of_two_ranks_with_rank_zeros_total():
+    text = (GENERATED / "tf_cnn_benchmarks_tf2.15_horovod_2ranks_tagged_cpu.log").read_text()
+    run = parse_tf_cnn_output(text, source="hvd.log")
+    assert run.figure == 33.11 and run.metrics["total_images_per_sec_ranks"] == [33.11, 33.07]
+    assert [(r.rank, r.device, len(r.step_times), r.items_per_step) for r in run.ranks] == \
+        [(0, "CPU", 3, 16), (1, "CPU", 3, 16)]
+    assert (run.settings["workers"], run.settings["global_batch"], run.settings["extra.horovod_device"]) == \
+        (2, 32, "cpu")
+    assert run.software["tensorflow"] == "2.15"
+
+
+def test_real_loop_output_is_three_runs_with_their_own_commands():
+    runs = read_log((GENERATED / "tf_cnn_benchmarks_tf2.15_loop_3runs_cpu.log").read_text(), "loop.log")
+    assert [r.figure for r in runs] == [170.62, 277.09, 443.54]
+    assert [(r.settings["batch_per_worker"], r.settings["extra.mode"]) for r in runs] == \
+        [(16, "training"), (32, "training"), (32, "inference")]
+    assert all(r.command[:2] == ("python", "tf_cnn_benchmarks.py") for r in runs)
+    assert runs[2].command[-1] == "--forward_only=True"

@@ -1,6 +1,6 @@
 """The command line a log shows, and what it says: the program's flags, the launcher's ranks and hosts (pure).
 
-A pasted log often starts with the command that ran it, after a prompt (``$``, ``>``, ``>>``, ``#``),
+A pasted log often starts with the command that ran it, after a prompt (``$``, ``>``, ``>>``, ``#``, ``+``),
 between backticks, split over lines with ``\\``, or behind environment assignments
 (``LD_LIBRARY_PATH=... python3 tf_cnn_benchmarks.py ...``). A shell *assignment* such as
 ``RUN="srun ... $CMD"`` is not a command (nothing runs on that line) and is never taken for one.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from repro.results.importers.lines import Line
 
-_PROMPT = re.compile(r"^\s*(?:[$#>]+|>>|\(\S+\)\s*\$|\[[^\]]*\][$#])\s+")
+_PROMPT = re.compile(r"^\s*(?:[$#>+]+|\(\S+\)\s*\$|\[[^\]]*\][$#])\s+")  # $ # > >> + (set -x) (venv) $ [u@h d]$
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _LAUNCHERS = ("mpirun", "mpiexec", "horovodrun", "srun", "orterun")
 

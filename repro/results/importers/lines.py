@@ -24,6 +24,7 @@ from repro.errors import Diagnostic, InputError, Location
 MAX_BYTES = 256 * 1024 * 1024  # a log bigger than this is not a benchmark's output
 
 _TAG = re.compile(r"\[(?:\d+,)?(\d+)\]<std(?:out|err)>:\s?")
+_TRAILING_TAG = re.compile(r"(?:\[(?:\d+,)?\d+\]<std(?:out|err)>:)+\s*$")
 _PREFIXES = (
     re.compile(r"^(?:INFO|WARNING|WARN|ERROR|DEBUG)\|[^|]*\|[^|]*\|\d+\|\s?"),  # Kubeflow's launcher.py
     re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG):root:"),
@@ -62,6 +63,8 @@ def split_lines(text: str) -> list[Line]:
         if tag and tag.start() < 48:  # a tag, possibly after a timestamp; not one quoted mid-sentence
             rank = int(tag.group(1))
             line = line[tag.end():]
+            # mpirun tags each chunk it reads: a line printed without its newline ends with the next tag
+            line = _TRAILING_TAG.sub("", line)
         for prefix in _PREFIXES:
             line = prefix.sub("", line, count=1)
         out.append(Line(number, rank, line))
