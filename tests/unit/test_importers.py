@@ -141,6 +141,18 @@ def test_forward_only_real_data_and_parameter_server_are_read():
     assert ps.settings.extra["variable_update"] == "parameter_server" and "all_reduce" not in ps.settings.extra
 
 
+def test_a_distributed_worker_does_not_show_the_jobs_worker_count():
+    # a Kubeflow TFJob worker (launcher prefixes as Kubeflow's docs show them): its Devices and its 'global'
+    # batch are its own; the job's total counts every worker
+    text = "\n".join(f"INFO|2017-12-19T01:12:17|/opt/launcher.py|27| {line}" for line in (
+        "TensorFlow:  1.5", "Model:       resnet50", "Batch size:  32 global", "32 per device",
+        "Devices:     ['/job:worker/task:0/cpu:0']", "Variables:   parameter_server",
+        "100\timages/sec: 83.3 +/- 0.8 (jitter = 4.7)\t7.886", "total images/sec: 167.40"))
+    run = one(text)
+    assert "workers" not in run.settings and run.figure == 167.40
+    assert record(text, workers=2).settings.workers == 2
+
+
 def test_a_run_that_failed_is_a_failed_record_with_its_error():
     r = record(real("lambda-i7-9750H-GeForce-RTX-2080-with-Max-Q-Design-TF1-15-syn-replicated-fp32-1gpus-vgg16-48.log"))
     assert r.status == "failed" and "ResourceExhaustedError" in r.failure and "OOM when allocating" in r.failure

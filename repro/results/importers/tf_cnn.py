@@ -191,11 +191,10 @@ def _mode(shown: Shown, header: dict[str, tuple[str, int]], cmd: Command | None)
 
 def _workers(shown: Shown, header: dict[str, tuple[str, int]], cmd: Command | None, ranks: set[int]) -> None:
     horovod = shown.get("extra.variable_update") == "horovod"
-    if "devices" in header:
+    distributed = "/job:" in header.get("devices", ("", 0))[0]  # a worker of a distributed job lists its own
+    if "devices" in header and not distributed:
         text, line = header["devices"]
-        devices = [d for d in text.split(",") if d.strip()]
-        if devices and not any("/job:" in d for d in devices):  # a parameter-server worker lists only its own
-            shown.put("workers", len(devices), line)
+        shown.put("workers", len([d for d in text.split(",") if d.strip()]) or None, line)
     if cmd and horovod:
         shown.put("workers", cmd.processes, cmd.line)
     elif cmd:
@@ -203,7 +202,7 @@ def _workers(shown: Shown, header: dict[str, tuple[str, int]], cmd: Command | No
     if horovod and ranks:
         shown.put("workers", max(ranks) + 1, None)
     per, total = shown.get("batch_per_worker"), _number(header.get("global_batch", ("", 0))[0])
-    if per and total:
+    if per and total and not distributed:  # there, 'global' is one worker's: the job's worker count is not shown
         shown.put("workers", total // per, header["global_batch"][1])
 
 
