@@ -9,6 +9,11 @@ with an 8-worker one); ``hosts`` is a key unless it is such a constant differenc
 hardware difference (see hardware()).
 
 Points present on one side only are returned, never dropped.
+
+A setting recorded as None is unknown (an imported log did not show it). Unknown never matches a known
+value, so a point whose precision is unknown is not paired with an fp16 one; where unknown settings are
+what the sides differ in, or are unknown on both sides of a pair, the alignment says so in its notes
+instead of pairing on a guess silently.
 """
 
 from __future__ import annotations
@@ -111,6 +116,7 @@ class Alignment:
     pairs: tuple[Pair, ...]
     old_only: tuple[Group, ...]
     new_only: tuple[Group, ...]
+    notes: tuple[str, ...] = ()
 
 
 def _values(records: Sequence[RunRecord], name: str) -> set:
@@ -151,7 +157,10 @@ def align(old: Sequence[RunRecord], new: Sequence[RunRecord], *, hosts_are_compa
         a, b = _values(old, name), _values(new, name)
         constant_difference = len(a) == 1 and len(b) == 1 and a != b
         if constant_difference and name not in ALWAYS_KEYS and (name != "hosts" or hosts_are_compared):
-            compared.append(Change(name, next(iter(a)), next(iter(b))))
+            old_value, new_value = next(iter(a)), next(iter(b))
+            if name in UNKNOWABLE:
+                old_value, new_value = _shown(old_value), _shown(new_value)
+            compared.append(Change(name, old_value, new_value))
         else:
             keys.append(name)
 
@@ -168,7 +177,51 @@ def align(old: Sequence[RunRecord], new: Sequence[RunRecord], *, hosts_are_compa
     pairs = [Pair(k, Group(k, tuple(a[k])), Group(k, tuple(b[k]))) for k in sorted(a.keys() & b.keys(), key=_sort_key)]
     old_only = [Group(k, tuple(a[k])) for k in sorted(a.keys() - b.keys(), key=_sort_key)]
     new_only = [Group(k, tuple(b[k])) for k in sorted(b.keys() - a.keys(), key=_sort_key)]
-    return Alignment(tuple(keys), tuple(compared), tuple(pairs), tuple(old_only), tuple(new_only))
+    imported = any(r.origin != "bench" for r in (*old, *new))  # bench records know every setting
+    notes = _unknown_notes(keys, compared, pairs, old_only, new_only) if imported else ()
+    return Alignment(tuple(keys), tuple(compared), tuple(pairs), tuple(old_only), tuple(new_only), notes)
+
+
+UNKNOWN = "unknown"
+# settings an imported log may not show (None = unknown); elsewhere None means "not applicable"
+UNKNOWABLE = frozenset({"model", "batch_per_worker", "precision", "xla", "data", "hosts"})
+
+
+def _shown(value: Any) -> Any:
+    """A compared setting's value for display: None is an unknown setting."""
+    return UNKNOWN if value is None else value
+
+
+def _only_unknown_differs(a: Key, b: Key, i: int) -> bool:
+    """Whether keys a and b are equal but at position i, where a is unknown and b is not."""
+    return a[i][1] is None and b[i][1] is not None and \
+        all(x == y for j, (x, y) in enumerate(zip(a, b, strict=True)) if j != i)
+
+
+def _unknown_notes(keys: Sequence[str], compared: Sequence[Change], pairs: Sequence[Pair],
+                   old_only: Sequence[Group], new_only: Sequence[Group]) -> tuple[str, ...]:
+    """What the alignment could not know: settings unknown on a side, or on both sides of a pair."""
+    notes = []
+    for c in compared:
+        side = "OLD" if c.old == UNKNOWN else "NEW" if c.new == UNKNOWN else None
+        if side:
+            notes.append(f"{c.path} is unknown on {side} (its logs do not show it): the sides are compared "
+                         f"as if it were what changed; state it with `repro import --set` to be sure")
+    for i, name in enumerate(keys):
+        if name not in UNKNOWABLE:
+            continue
+        both = sum(1 for p in pairs if p.key[i][1] is None)
+        if both:
+            notes.append(f"{name} is unknown on both sides of {both} paired point{'s' if both > 1 else ''}: "
+                         "they are paired on the other settings and may differ in it")
+        alone = sum(1 for g, others in ((g, new_only) for g in old_only) if any(
+            _only_unknown_differs(g.key, h.key, i) for h in others))
+        alone += sum(1 for g in new_only if any(_only_unknown_differs(g.key, h.key, i) for h in old_only))
+        if alone:
+            notes.append(f"{name} is unknown for {alone} point{'s' if alone > 1 else ''} that would otherwise pair "
+                         "with a point of the other side: an unknown setting is never matched with a known one "
+                         "(state it with `repro import --set`)")
+    return tuple(notes)
 
 
 def varying_keys(alignment: Alignment) -> tuple[str, ...]:
@@ -245,7 +298,7 @@ def hardware(records: Sequence[RunRecord]) -> Hardware:
             systems.add(r.published.system)
         elif isinstance(r.settings.extra.get("system"), str):
             systems.add(r.settings.extra["system"])
-    hosts = {r.settings.hosts for r in records}
+    hosts = {r.settings.hosts for r in records if r.settings.hosts is not None}  # unknown hosts: not a count
     return Hardware(tuple(sorted(gpus)), tuple(sorted(nets)), tuple(sorted(systems)), tuple(sorted(hosts)))
 
 

@@ -121,5 +121,5 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
         changes=changes(old, new, settings_changes, hw),
         throughput=throughput, summaries=summaries(throughput), allreduce=allreduce, tta=tta,
         old_only=_one_sided("OLD", alignment.old_only), new_only=_one_sided("NEW", alignment.new_only),
-        notes=notes, sections=sections,
+        notes=(*alignment.notes, *notes), sections=sections,
     )

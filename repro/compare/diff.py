@@ -1,8 +1,10 @@
-"""What changed between the two sides (pure): manifest diff, lock diff, compared settings, hardware.
+"""What changed between the two sides (pure): manifest diff, lock diff, software, compared settings, hardware.
 
 Manifests (``record.stack.manifest``, the resolved stack) and locks (``record.lock``, what was found in
 the image) are flattened to dotted paths and compared value by value, so "1.35x faster" can be printed
-next to "tensorflow.version: 1.10.0 → 1.14.0" and "benchmark.xla: false → true".
+next to "tensorflow.version: 1.10.0 → 1.14.0" and "benchmark.xla: false → true". ``record.software``
+(the versions a run reported, or an imported log showed: TensorFlow 1.15, NCCL 2.4.8) is diffed the
+same way, so imported runs without a manifest still say what changed.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ HEADLINE_PATHS = (
     ("tensorflow.version", "TensorFlow"), ("horovod.version", "Horovod"), ("cuda", "CUDA"), ("cudnn", "cuDNN"),
     ("nccl", "NCCL"), ("mpi.version", "MPI"), ("python", "Python"), ("os.version", "OS"),
 )
+HEADLINE_SOFTWARE = (("tensorflow", "TensorFlow"), ("horovod", "Horovod"), ("nccl", "NCCL"),
+                     ("cuda_runtime", "CUDA"), ("python", "Python"))
 HEADLINE_SETTINGS = {"xla": "XLA", "precision": "precision", "data_format": "data format", "batch_per_worker": "batch",
                      "backend": "controller", "model": "model", "workload": "workload", "data": "data"}
 
@@ -91,6 +95,13 @@ def lock_diff(old: Sequence[RunRecord], new: Sequence[RunRecord]) -> tuple[Chang
     return diff_flat(a, b)
 
 
+def software_diff(old: Sequence[RunRecord], new: Sequence[RunRecord]) -> tuple[Change, ...]:
+    """Differences of the software versions the runs reported (record.software), where both sides have some."""
+    a = _distinct([flatten(r.software) for r in old if r.software])
+    b = _distinct([flatten(r.software) for r in new if r.software])
+    return diff_flat(a, b)
+
+
 @dataclass(frozen=True)
 class Changes:
     """Everything that differs between OLD and NEW, for the report's header."""
@@ -99,10 +110,11 @@ class Changes:
     lock: tuple[Change, ...]
     settings: tuple[Change, ...]
     hardware: tuple[Change, ...]
+    software: tuple[Change, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.manifest or self.lock or self.settings or self.hardware)
+        return not (self.manifest or self.lock or self.settings or self.hardware or self.software)
 
     def headline(self) -> str:
         """One line for people: 'TensorFlow 1.10.0 → 1.14.0, XLA off → on'."""
@@ -112,6 +124,11 @@ class Changes:
             if path in by_path:
                 c = by_path[path]
                 parts.append(f"{label} {format_value(c.old)} → {format_value(c.new)}")
+        named = {label for path, label in HEADLINE_PATHS if path in by_path}
+        software = {c.path: c for c in self.software}
+        for path, label in HEADLINE_SOFTWARE:
+            if path in software and label not in named:
+                parts.append(f"{label} {format_value(software[path].old)} → {format_value(software[path].new)}")
         for c in self.settings:
             label = HEADLINE_SETTINGS.get(c.path, c.path.removeprefix("extra."))
             if isinstance(c.old, bool) and isinstance(c.new, bool):
@@ -129,4 +146,5 @@ class Changes:
 def changes(old: Sequence[RunRecord], new: Sequence[RunRecord], settings: Sequence[Change],
             hardware: Sequence[Change]) -> Changes:
     """Collect every kind of difference between the sides."""
-    return Changes(manifest_diff(old, new), lock_diff(old, new), tuple(settings), tuple(hardware))
+    return Changes(manifest_diff(old, new), lock_diff(old, new), tuple(settings), tuple(hardware),
+                   software_diff(old, new))

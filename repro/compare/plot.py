@@ -32,8 +32,12 @@ def _series(c: Comparison) -> dict[str, list[Any]]:
     return out
 
 
+def _hosts(n: int | None) -> str:
+    return "? hosts" if n is None else f"{n} host{'s' if n > 1 else ''}"  # ?: unknown (imported log)
+
+
 def _throughput_axes(ax: Any, title: str, rows: list[Any]) -> None:
-    rows = sorted(rows, key=lambda r: (r.settings.workers, r.settings.hosts))
+    rows = sorted(rows, key=lambda r: (r.settings.workers, r.settings.hosts or 0))
     xs = list(range(len(rows)))
     width = 0.38
     old = [r.old.images_per_sec or 0 for r in rows]
@@ -46,8 +50,8 @@ def _throughput_axes(ax: Any, title: str, rows: list[Any]) -> None:
             mark = {"faster": "▲", "slower": "▼"}.get(r.ratio.verdict, "")
             ax.annotate(f"{r.ratio.ratio:.2f}x{mark}", (x, max(a, b) + top * 0.02), ha="center", fontsize=8)
     several_hosts = len({r.settings.hosts for r in rows}) > 1
-    ax.set_xticks(xs, [f"{r.settings.workers}\n({r.settings.hosts} host{'s' if r.settings.hosts > 1 else ''})"
-                       if several_hosts else str(r.settings.workers) for r in rows])
+    ax.set_xticks(xs, [f"{r.settings.workers}\n({_hosts(r.settings.hosts)})" if several_hosts
+                       else str(r.settings.workers) for r in rows])
     ax.set_xlabel("workers")
     ax.set_ylabel("images/sec")
     ax.set_ylim(0, top * 1.18)

@@ -90,8 +90,8 @@ def _changes_lines(c: Comparison) -> list[str]:
     lines = []
     head = ch.headline()
     lines.append(f"What changed: {head}" if head else "What changed: nothing recorded differs")
-    for title, items in (("manifest", ch.manifest), ("lock", ch.lock), ("settings", ch.settings),
-                         ("hardware", ch.hardware)):
+    for title, items in (("manifest", ch.manifest), ("lock", ch.lock), ("software", ch.software),
+                         ("settings", ch.settings), ("hardware", ch.hardware)):
         if items:
             lines.append(f"  {title}:")
             lines.extend(f"    {item.render()}" for item in items)
@@ -253,7 +253,8 @@ def to_dict(c: Comparison) -> dict[str, Any]:
                     "allow_different_hardware": c.options.allow_different_hardware},
         "keys": list(c.keys),
         "changes": {"headline": ch.headline(), "manifest": [_change_dict(x) for x in ch.manifest],
-                    "lock": [_change_dict(x) for x in ch.lock], "settings": [_change_dict(x) for x in ch.settings],
+                    "lock": [_change_dict(x) for x in ch.lock], "software": [_change_dict(x) for x in ch.software],
+                    "settings": [_change_dict(x) for x in ch.settings],
                     "hardware": [_change_dict(x) for x in ch.hardware]},
         "throughput": [{"point": dict(r.key), **_row_dict(r)} for r in c.throughput],
         "summary": [asdict(s) for s in c.summaries],

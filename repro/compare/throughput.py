@@ -2,7 +2,9 @@
 
 The ratio new/old is the whitepaper's "speed-up factor". Its interval and verdict come from
 repro.results.stats.compare over the raw per-repeat step-time groups. Imported published figures have
-no raw samples: they give a ratio with the verdict "not enough data".
+no raw samples: they give a ratio with the verdict "not enough data", and so do imported runs whose log
+gave only its summary figure. An imported run's figure is its log's own summary; its samples, scaled to
+that figure (repro.results.metrics.sample_times), give the interval.
 """
 
 from __future__ import annotations
@@ -111,6 +113,11 @@ def _side(point: Point, eff: dict[tuple, ScalingRow]) -> Side:
                 row.efficiency if row else None, any(r.published is not None for r in point.records))
 
 
+def _sampled(point: Point) -> bool:
+    """Whether every repeat of the point has step samples (published figures and summaries alone have none)."""
+    return bool(point.records) and all(point.groups) and len(point.groups) == len(point.records)
+
+
 def _items(point: Point) -> int:
     measured = [r for r in point.records if r.published is None and r.ranks]
     return metrics.items_per_step(measured[0]) if measured else 0
@@ -128,7 +135,7 @@ def throughput_rows(pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequen
         sa, sb = _side(a, old_eff), _side(b, new_eff)
         if sa.images_per_sec is None or sb.images_per_sec is None:
             ratio = stats.RatioResult(None, None, None, stats.NOT_ENOUGH, options.confidence, options.threshold)
-        elif sa.published or sb.published:
+        elif sa.published or sb.published or not _sampled(a) or not _sampled(b):
             ratio = stats.RatioResult(sb.images_per_sec / sa.images_per_sec, None, None, stats.NOT_ENOUGH,
                                       options.confidence, options.threshold)
         else:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from repro.launch.diagnose import tail
+from repro.launch.diagnose import rank_host, tail
 from repro.launch.placement import Placement
 from repro.launch.plan import LaunchPlan
 from repro.launch.runtimes import Outcome, RuntimeReport
@@ -61,8 +61,11 @@ def _ranks(result: dict[str, Any], placement: tuple[Placement, ...]) -> list[Ran
     ranks = []
     for r in result.get("ranks", []):
         addresses = [str(a) for a in r.get("addresses", [])]
+        rank = int(r.get("rank", 0))
+        # programs that do not report their addresses: the rank's place in mpirun's fill order
+        host = _host_of(addresses, placement) or (rank_host(rank, placement) or "")
         ranks.append(RankResult(
-            rank=int(r.get("rank", 0)), local_rank=int(r.get("local_rank", 0)), host=_host_of(addresses, placement),
+            rank=rank, local_rank=int(r.get("local_rank", 0)), host=host,
             hostname=str(r.get("hostname", "")), addresses=addresses, device=str(r.get("device", "CPU")),
             warmup_times=[float(x) for x in r.get("warmup_times", [])],
             step_times=[float(x) for x in r.get("step_times", [])],
@@ -130,5 +133,6 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
         software=dict(result.get("software", {})) if result else {},
         world=dict(result.get("world", {})) if result else {},
         metrics=dict(result.get("metrics", {})) if result else {},
+        reported_images_per_sec=(result or {}).get("reported_images_per_sec"),
         duration_s=round(outcome.duration_s, 3), log_tail=redact_text(tail(outcome.stdout, outcome.stderr, LOG_LINES)),
     )

@@ -1,6 +1,8 @@
 """Figures derived from raw samples (pure): throughput per point, speedup, scaling efficiency.
 
-    images/sec   = items per global step / mean global step time (warm-up excluded)
+    images/sec   = items per global step / mean global step time (warm-up excluded);
+                   for a run whose program reported its own figure (an imported log's ``total images/sec``,
+                   a published table's figure) that figure, the samples giving only its spread
     speedup(N)   = images/sec(N workers) / images/sec(1 worker) of the same sweep
     efficiency   = speedup(N) / N                     (seed 001: "speedup per GPU")
     across-node  = images/sec(N on H hosts) / (H x images/sec(N/H workers on one host))
@@ -35,16 +37,35 @@ def items_per_step(record: RunRecord) -> int:
     return sum(r.items_per_step for r in record.ranks)
 
 
-def throughput(record: RunRecord) -> float | None:
-    """images/sec of one record (a published figure for imported baselines)."""
-    if record.status != "ok":
-        return None
+def reported(record: RunRecord) -> float | None:
+    """The figure another program gave for the run: a published table's, or an imported log's own summary."""
     if record.published is not None:
         return record.published.images_per_sec
+    return record.reported_images_per_sec
+
+
+def throughput(record: RunRecord) -> float | None:
+    """images/sec of one record: the reported figure when there is one, else from the step samples."""
+    if record.status != "ok":
+        return None
+    figure = reported(record)
+    if figure is not None:
+        return figure
     times = global_step_times(record)
     if not times:
         return None
     return items_per_step(record) / float(np.mean(times))
+
+
+def sample_times(record: RunRecord) -> list[float]:
+    """Global step times as the statistics use them. With a reported figure they are scaled so that their
+    throughput is that figure: the program's summary gives the level, the samples the spread."""
+    times = global_step_times(record)
+    figure = record.reported_images_per_sec
+    if not times or figure is None or record.published is not None:
+        return times
+    scale = items_per_step(record) / float(np.mean(times)) / figure
+    return [t * scale for t in times]
 
 
 @dataclass(frozen=True)
@@ -77,8 +98,8 @@ class Point:
 
     @property
     def groups(self) -> list[list[float]]:
-        """Per-repeat global step times: the raw samples statistics use."""
-        return [global_step_times(r) for r in self.records if r.published is None]
+        """Per-repeat global step times: the samples statistics use (see sample_times)."""
+        return [sample_times(r) for r in self.records if r.published is None]
 
 
 def point_key(record: RunRecord) -> tuple:
@@ -90,11 +111,15 @@ def _estimate(records: Sequence[RunRecord], confidence: float) -> stats.Estimate
     if published:
         value = float(np.mean(published))
         return stats.Estimate(value, float("nan"), float("nan"), len(published), len(published))
-    measured = [r for r in records if r.ranks]
-    if not measured:
+    sampled = [r for r in records if global_step_times(r)]
+    if len(sampled) < len(records) and any(reported(r) is not None for r in records):
+        # some runs have only their figure: the figures' mean, without an interval
+        values = [v for v in (throughput(r) for r in records) if v is not None]
+        return stats.Estimate(float(np.mean(values)), float("nan"), float("nan"), len(values), len(values))
+    if not sampled:
         return None
-    groups = [global_step_times(r) for r in measured]
-    return stats.throughput(groups, items_per_step(measured[0]), confidence=confidence)
+    groups = [sample_times(r) for r in sampled]
+    return stats.throughput(groups, items_per_step(sampled[0]), confidence=confidence)
 
 
 def points(records: Iterable[RunRecord], *, confidence: float = stats.DEFAULT_CONFIDENCE) -> list[Point]:
@@ -144,7 +169,7 @@ def scaling(pts: Iterable[Point]) -> list[ScalingRow]:
         series[_series_key(p)].append(p)
     rows: list[ScalingRow] = []
     for members in series.values():
-        members.sort(key=lambda p: (p.workers, p.settings.hosts))
+        members.sort(key=lambda p: (p.workers, p.settings.hosts or 0))
         measured = [p for p in members if p.images_per_sec]
         base = measured[0] if measured else None
         for p in members:
@@ -157,7 +182,7 @@ def scaling(pts: Iterable[Point]) -> list[ScalingRow]:
                 notes.append(f"baseline is the {base.workers}-worker point, assumed linear")
             across = None
             hosts = p.settings.hosts
-            if hosts > 1 and p.workers % hosts == 0:
+            if hosts is not None and hosts > 1 and p.workers % hosts == 0:
                 per_host = next((q for q in measured if q.settings.hosts == 1 and q.workers == p.workers // hosts),
                                 None)
                 if per_host and per_host.images_per_sec:

@@ -17,11 +17,20 @@ Each row becomes a record with origin "published" and `published` set; settings.
 `system` is kept in `published.system` and, so that points of different machines stay apart, in
 settings.extra["system"]. A row whose images_per_sec the source gave as "error", "N/A", "-" or blank
 becomes a failed record: a failure, never data.
+
+A setting the table does not state (no column, or a blank cell) is unknown (None): precision, XLA, the
+data and the host count are never assumed. To line a table up with the raw logs of the same runs
+(``repro compare TABLE-STACK LOG-STACK``), state what the logs show: ``workload`` (tf_cnn_benchmarks,
+horovod_synthetic), ``batch``, ``precision``, ``data``, and the logs' workload-specific settings as
+further columns (``mode``, ``variable_update``, ``all_reduce``, ``data_name``); see
+docs/baselines/lambda-rtx3080-fp16.csv. The SHA-256 of the file is kept (metrics["source"]) so that a
+table imported twice is recognised.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from pathlib import Path
 from typing import Any
@@ -78,7 +87,8 @@ def _bool(value: str, file: str, line: int, column: str, errors: list[Diagnostic
     return None
 
 
-def _row(row: dict[str, str], line: int, file: str, stack: StackRef, errors: list[Diagnostic]) -> RunRecord | None:
+def _row(row: dict[str, str], line: int, file: str, stack: StackRef, errors: list[Diagnostic], sha256: str = ""
+         ) -> RunRecord | None:
     cell = {k: (v or "").strip() for k, v in row.items() if k is not None}
     n_before = len(errors)
     gpus = _int(cell["gpus"], file, line, "gpus", errors)
@@ -92,7 +102,8 @@ def _row(row: dict[str, str], line: int, file: str, stack: StackRef, errors: lis
         except ValueError:
             errors.append(_diag(file, line, "images_per_sec", "not a throughput",
                                 "a positive number, or error / N/A for a point without a figure", raw))
-    settings: dict[str, Any] = {"workload": cell.get("workload") or "cnn", "workers": gpus or 1}
+    settings: dict[str, Any] = {"workload": cell.get("workload") or "cnn", "workers": gpus or 1,
+                                "precision": None, "xla": None, "data": None, "hosts": None}  # unknown unless stated
     if cell.get("model"):
         settings["model"] = canonical_model(cell["model"])
     for column, name in (("batch", "batch_per_worker"), ("hosts", "hosts"), ("global_batch", "global_batch")):
@@ -125,7 +136,8 @@ def _row(row: dict[str, str], line: int, file: str, stack: StackRef, errors: lis
     declared = {k: cell[k] for k in ("gpu", "interconnect") if cell.get(k)}
     hardware = Hardware(**declared) if declared else None
     printed = {k.removeprefix("printed_"): v for k, v in cell.items() if k.startswith("printed_") and v}
-    metrics: dict[str, Any] = {"source_file": Path(file).name, "source_line": line}
+    metrics: dict[str, Any] = {"source_file": Path(file).name, "source_line": line,
+                               "source": {"file": Path(file).name, "lines": str(line), "sha256": sha256}}
     if printed:
         metrics["printed"] = printed
     common: dict[str, Any] = dict(id=new_id(), created=now_iso(), origin="published", stack=stack, settings=parsed,
@@ -138,7 +150,7 @@ def _row(row: dict[str, str], line: int, file: str, stack: StackRef, errors: lis
     return RunRecord(status="ok", published=published, **common)
 
 
-def parse_table(text: str, file: str, stack: StackRef) -> list[RunRecord]:
+def parse_table(text: str, file: str, stack: StackRef, sha256: str = "") -> list[RunRecord]:
     """Every row of a baseline CSV as a record; all problems of the file are reported together."""
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     reader = csv.DictReader(io.StringIO("\n".join(lines)))
@@ -155,10 +167,13 @@ def parse_table(text: str, file: str, stack: StackRef) -> list[RunRecord]:
                if line.strip() and not line.lstrip().startswith("#")][1:]
     errors: list[Diagnostic] = []
     records = []
-    for number, row in zip(numbers, reader, strict=False):  # a quoted multi-line cell makes fewer rows than lines
-        record = _row(row, number, file, stack, errors)
-        if record is not None:
-            records.append(record)
+    try:
+        for number, row in zip(numbers, reader, strict=False):  # a quoted multi-line cell makes fewer rows than lines
+            record = _row(row, number, file, stack, errors, sha256)
+            if record is not None:
+                records.append(record)
+    except csv.Error as exc:
+        raise InputError(f"{file}: not a readable CSV table ({exc})") from None
     if errors:
         raise InputError(f"{file}: cannot import this table", errors)
     if not records:
@@ -170,7 +185,10 @@ def import_table(path: str | Path, stack: StackRef) -> list[RunRecord]:
     """Read a baseline CSV file into records."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
+        text = data.decode("utf-8")
     except OSError as exc:
         raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    return parse_table(text, str(p), stack)
+    except UnicodeDecodeError:
+        raise InputError(f"{p}: not a CSV file (not text in UTF-8)") from None
+    return parse_table(text, str(p), stack, hashlib.sha256(data).hexdigest())

@@ -1,7 +1,12 @@
 """RunRecord: one benchmark point (one repeat) with everything needed to trust and reproduce it.
 
 Records are immutable and keep the raw samples (per-step times per rank); every figure (images/sec,
-speedup, efficiency) is derived from them in repro.results.metrics, never stored as the truth.
+speedup, efficiency) is derived from them in repro.results.metrics. The exceptions are figures another
+program printed: a published table's (``published``) and an imported log's own summary
+(``reported_images_per_sec``, e.g. tf_cnn_benchmarks' ``total images/sec``), which metrics use as the run's
+figure while the samples give its spread.
+
+In imported records a setting the log does not show is None (unknown), never a default.
 """
 
 from __future__ import annotations
@@ -54,11 +59,11 @@ class Settings(_Frozen):
     batch_per_worker: int | None = None
     global_batch: int | None = None
     precision: Literal["fp32", "fp16"] | None = None  # None: not a setting of this workload, or not known
-    xla: bool | None = None
+    xla: bool | None = None  # None: not a setting of this workload, or not known
     data_format: str | None = None
-    data: str | None = None  # synthetic, real, or a directory
+    data: str | None = None  # synthetic, real, a directory, or an imported log's data set name; None: n/a or unknown
     workers: int = 1
-    hosts: int = 1
+    hosts: int | None = 1  # None: unknown
     scaling: Literal["weak", "strong"] | None = None
     threads: int | None = None  # intra-op threads per worker (CPU runs)
     warmup_steps: int | None = None
@@ -139,6 +144,7 @@ class RunRecord(_Frozen):
     world: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)
     published: Published | None = None
+    reported_images_per_sec: float | None = Field(default=None, gt=0)  # the program's own summary figure
     duration_s: float | None = None
     log_tail: str = ""
 

@@ -55,8 +55,10 @@ def _cells(row: ScalingRow) -> list[str]:
         noise = f"{(d['high'] - d['low']) / 2 / d['images_per_sec'] * 100:.1f}%"
     extra = ", ".join(f"{k}={v}" for k, v in d["extra"].items())
     model = str(d["model"] or "-") + (f" ({extra})" if extra else "")
-    return [d["stack"], d["workload"], model, str(d["batch"] or "-"), d["precision"], "on" if d["xla"] else "off",
-            str(d["workers"]), str(d["hosts"]), _num(d["images_per_sec"], 2), noise, _num(d["per_worker"], 2),
+    xla = "?" if d["xla"] is None else "on" if d["xla"] else "off"  # ?: unknown (an imported log did not say)
+    return [d["stack"], d["workload"], model, str(d["batch"] or "-"), d["precision"] or "?", xla,
+            str(d["workers"]), "?" if d["hosts"] is None else str(d["hosts"]), _num(d["images_per_sec"], 2), noise,
+            _num(d["per_worker"], 2),
             "-" if d["speedup"] is None else f"{d['speedup']:.2f}x",
             "-" if d["efficiency"] is None else f"{d['efficiency'] * 100:.2f}%",
             "-" if d["across_node_efficiency"] is None else f"{d['across_node_efficiency'] * 100:.2f}%",
@@ -67,7 +69,7 @@ def _order(rows: Sequence[ScalingRow]) -> list[ScalingRow]:
     def key(r: ScalingRow) -> tuple:
         s = r.point.settings
         return (r.point.stack, s.workload, str(s.model), sorted((k, str(v)) for k, v in s.extra.items()),
-                s.batch_per_worker or 0, s.workers, s.hosts)
+                s.batch_per_worker or 0, s.workers, s.hosts or 0)
 
     return sorted(rows, key=key)
 

@@ -1,6 +1,8 @@
-"""Importers: tf_cnn_benchmarks and Horovod benchmark logs, published baseline tables, seed figures.
+"""Log readers: tf_cnn_benchmarks, Horovod's synthetic benchmarks, MLPerf; splitting, settings, figures.
 
-The logs under tests/data/logs follow the programs' real output formats (see the README there).
+Fixtures: the format fixtures in tests/data/logs (self-consistent figures, see the README there) and the
+real logs in tests/data/logs/real (SOURCES.md). Multi-run files are built the way a looping script
+writes them: real logs one after another.
 """
 
 from __future__ import annotations
@@ -14,201 +16,318 @@ from repro.errors import InputError
 from repro.results import metrics
 from repro.results.importers import (
     HOROVOD,
+    MLLOG,
     TF_CNN,
-    detect,
-    import_log,
+    import_file,
     import_stack,
-    parse_log,
-    parse_tf_cnn_benchmarks,
+    parse_overrides,
+    parse_tf_cnn_output,
+    read_log,
+    to_record,
 )
-from repro.results.published import import_table, parse_table
+from repro.results.importers.command import find_commands
+from repro.results.importers.lines import split_lines
+from repro.results.importers.seen import seen_in
+from repro.results.importers.tf_cnn import SCRIPTS
+from repro.results.importers.tf_cnn_samples import interval_times
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "data" / "logs"
-BASELINES = ROOT / "docs" / "baselines"
+REAL = LOGS / "real"
 STACK = import_stack("imported")
+RTX3080 = "lambda-3960X-GeForce-RTX-3080-XLA-syn-replicated-"
 
 
 def log(name: str) -> str:
     return (LOGS / name).read_text()
 
 
-def step_figures(text: str) -> list[tuple[int, float]]:
-    return [(int(m.group(1)), float(m.group(2)))
-            for m in re.finditer(r"^(?:\[1,\d+\]<stdout>:)?(\d+)\timages/sec: ([0-9.]+)", text, re.M)]
+def real(name: str) -> str:
+    return (REAL / name).read_text()
 
 
-# -- tf_cnn_benchmarks -------------------------------------------------------------------------------
+def one(text: str, file: str = "x.log", **given):
+    overrides = parse_overrides([f"{k}={v}" for k, v in given.items()])
+    (run,) = read_log(text, file, given={o.name: o.value for o in overrides})
+    return run
 
-def test_single_gpu_log_header_steps_and_total():
-    record = import_log(LOGS / "tf_cnn_benchmarks_1gpu.log", STACK)
-    s = record.settings
+
+def record(text: str, file: str = "x.log", **given):
+    """A record as `repro import FILE --set k=v,...` makes it."""
+    overrides = parse_overrides([f"{k}={v}" for k, v in given.items()])
+    (run,) = read_log(text, file, given={o.name: o.value for o in overrides})
+    return to_record(run, STACK, {o.name: o for o in overrides})
+
+
+# -- tf_cnn_benchmarks ---------------------------------------------------------------------------------
+
+def test_single_gpu_log_settings_figure_and_samples():
+    r = record(log("tf_cnn_benchmarks_1gpu.log"))
+    s = r.settings
     assert (s.workload, s.model, s.batch_per_worker, s.global_batch, s.workers) == (TF_CNN, "resnet50", 64, 64, 1)
     assert (s.data, s.data_format, s.steps, s.warmup_steps, s.precision, s.xla) == \
-        ("synthetic", "NCHW", 100, 10, "fp32", False)
-    assert record.origin == "import" and record.status == "ok" and record.runtime == "imported"
-    assert record.software == {"tensorflow": "1.14"}
-    (rank,) = record.ranks
-    assert rank.device == "GPU:0 Tesla V100-SXM2-16GB"
-    assert rank.items_per_step == 64
-    # 100 steps shown every 10: ten display intervals, each a mean step time; nothing from the warm-up
-    assert len(rank.step_times) == 10 and rank.warmup_times == []
-    assert record.metrics["total_images_per_sec"] == 363.51
-    assert record.metrics["display_every"] == 10
-    assert s.extra == {"variable_update": "replicated"}
-    # the reconstruction reproduces tf_cnn_benchmarks' own running mean at the last step
-    last_step, last_ips = step_figures(log("tf_cnn_benchmarks_1gpu.log"))[-1]
-    assert last_step == 100
-    assert metrics.throughput(record) == pytest.approx(last_ips, abs=0.06)
+        ("synthetic", "NCHW", 100, 10, "fp32", False)  # the command line is shown: its defaults are known
+    assert s.extra == {"variable_update": "replicated", "data_name": "imagenet", "mode": "training",
+                       "parameter_device": "gpu"}
+    assert r.software["tensorflow"] == "1.14" and r.software["cuda_runtime"] == "10.0"
+    (rank,) = r.ranks
+    assert rank.device == "GPU:0 Tesla V100-SXM2-16GB" and rank.items_per_step == 64 and len(rank.step_times) == 10
+    # the figure is the log's own total, not the reconstruction from the running means
+    assert r.reported_images_per_sec == 363.51 == metrics.throughput(r)
+    assert r.command[:2] == ["python", "tf_cnn_benchmarks.py"]
 
 
 def test_interval_step_times_are_differences_of_the_running_mean():
-    text = "\n".join([
-        "Model:       resnet50", "Batch size:  100 global", "             100 per device",
-        "Devices:     ['/gpu:0']", "Running warm up", "Done warm up", "Step\tImg/sec\ttotal_loss",
-        "1\timages/sec: 100.0 +/- 0.0 (jitter = 0.0)\t8.0",
-        "10\timages/sec: 100.0 +/- 0.0 (jitter = 0.0)\t8.0",  # steps 1-10: 1 s each
-        "20\timages/sec: 80.0 +/- 5.0 (jitter = 9.0)\t8.0",  # 20 steps in 25 s: steps 11-20 took 1.5 s each
-        "-" * 64, "total images/sec: 79.90", "-" * 64])
-    (rank,) = parse_tf_cnn_benchmarks(text, "x.log").ranks
-    assert rank.step_times == pytest.approx([1.0, 1.5])
+    points = [(1, 100.0, 1), (10, 100.0, 2), (20, 80.0, 3)]  # 10 steps in 10 s, then 20 steps in 25 s
+    assert interval_times(points, 100) == (pytest.approx([1.0, 1.5]), 0)
+    # rounded figures that would make an interval non-positive are left out and counted, not fatal
+    assert interval_times([(10, 100.0, 1), (20, 400.0, 2)], 10) == ([0.1], 1)
 
 
-def test_step_lines_before_the_step_header_are_warm_up_and_excluded():
+def test_step_lines_during_the_warm_up_are_never_samples():
     text = log("tf_cnn_benchmarks_1gpu.log").replace(
-        "Running warm up\n", "Running warm up\n1\timages/sec: 12.0 +/- 0.0 (jitter = 0.0)\t9.9\n"
-                             "10\timages/sec: 50.0 +/- 3.0 (jitter = 9.0)\t9.8\n")
-    parsed = parse_log(text, "warm.log")
-    assert len(parsed.ranks[0].step_times) == 10
-    assert parsed.metrics["warmup_lines_excluded"] == 2
-    assert min(parsed.ranks[0].step_times) > 64 / 400  # nothing near 12 or 50 images/sec
+        "Running warm up\n", "Running warm up\n1\timages/sec: 12.0 +/- 0.0 (jitter = 0.0)\t9.9\n")
+    run = one(text)
+    assert run.metrics["warmup_lines_excluded"] == 1 and len(run.ranks[0].step_times) == 10
 
 
-def test_horovod_ranks_interleaved_untagged():
-    record = import_log(LOGS / "tf_cnn_benchmarks_horovod_2gpu.log", STACK)
-    s = record.settings
-    assert (s.model, s.batch_per_worker, s.global_batch, s.workers, s.precision) == ("resnet50", 64, 128, 2, "fp16")
-    assert s.extra == {"variable_update": "horovod"}
-    assert [r.rank for r in record.ranks] == [0, 1]
-    assert all(len(r.step_times) == 10 and r.items_per_step == 64 for r in record.ranks)
-    assert record.metrics["total_images_per_sec_ranks"] == [701.28, 700.54]
-    assert record.metrics["horovod_device"] == "gpu"
-    # the two interleaved series are told apart: rank 1's first figure is its own
-    figures = step_figures(log("tf_cnn_benchmarks_horovod_2gpu.log"))
-    first0, first1 = figures[0][1], figures[1][1]
-    assert first0 != first1
-    assert metrics.throughput(record) == pytest.approx(701, rel=0.01)
+def test_horovod_ranks_interleaved_untagged_are_one_run_of_two_ranks():
+    r = record(log("tf_cnn_benchmarks_horovod_2gpu.log"))
+    s = r.settings
+    assert (s.model, s.batch_per_worker, s.global_batch, s.workers, s.precision, s.hosts) == \
+        ("resnet50", 64, 128, 2, "fp16", 1)
+    assert s.extra["variable_update"] == "horovod" and s.extra["horovod_device"] == "gpu"
+    assert [x.rank for x in r.ranks] == [0, 1] and all(x.items_per_step == 64 for x in r.ranks)
+    assert r.metrics["total_images_per_sec_ranks"] == [701.28, 700.54]
+    assert r.reported_images_per_sec == 701.28  # the first printed total
 
 
-def test_horovod_tagged_ranks_on_two_hosts():
-    record = import_log(LOGS / "tf_cnn_benchmarks_horovod_tagged_2x2gpu.log", STACK, hosts=2)
-    s = record.settings
-    assert (s.workers, s.hosts, s.batch_per_worker, s.global_batch, s.steps, s.warmup_steps) == (4, 2, 128, 512, 50, 10)
-    assert s.xla is False and record.software == {"tensorflow": "1.10"}
-    assert [r.rank for r in record.ranks] == [0, 1, 2, 3]
-    assert all(len(r.step_times) == 5 for r in record.ranks)
-    assert record.metrics["total_images_per_sec_ranks"][0] == record.metrics["total_images_per_sec"]
-    assert record.command[:3] == ["mpirun", "-np", "4"] and "tf_cnn_benchmarks.py" in record.command
+def test_tagged_ranks_on_two_hosts_take_rank_zeros_total():
+    r = record(log("tf_cnn_benchmarks_horovod_tagged_2x2gpu.log"))
+    s = r.settings
+    assert (s.workers, s.hosts, s.batch_per_worker, s.global_batch, s.steps, s.warmup_steps, s.xla) == \
+        (4, 2, 128, 512, 50, 10, False)
+    assert [x.rank for x in r.ranks] == [0, 1, 2, 3]
+    text = log("tf_cnn_benchmarks_horovod_tagged_2x2gpu.log")
+    rank0 = re.search(r"\[1,0\]<stdout>:total images/sec: ([0-9.]+)", text)
+    assert r.reported_images_per_sec == float(rank0.group(1))
 
 
 def test_replicated_multi_gpu_in_one_process_carries_the_global_batch():
-    record = import_log(LOGS / "tf_cnn_benchmarks_replicated_4gpu.log", STACK)
-    s = record.settings
-    assert (s.workers, s.batch_per_worker, s.global_batch, s.precision, s.xla) == (4, 256, 1024, "fp16", True)
-    (rank,) = record.ranks
-    assert rank.items_per_step == 1024
-    assert s.extra == {"variable_update": "replicated"}
-    last = step_figures(log("tf_cnn_benchmarks_replicated_4gpu.log"))[-1][1]
-    assert metrics.throughput(record) == pytest.approx(last, abs=0.1)
-    assert record.metrics["total_images_per_sec"] == 4590.59
+    r = record(log("tf_cnn_benchmarks_replicated_4gpu.log"))
+    assert (r.settings.workers, r.settings.batch_per_worker, r.settings.precision, r.settings.xla) == \
+        (4, 256, "fp16", True)
+    assert r.settings.extra["all_reduce"] == "nccl"
+    (rank,) = r.ranks
+    assert rank.items_per_step == 1024 and r.reported_images_per_sec == 4590.59
 
 
-# -- Horovod synthetic benchmark ---------------------------------------------------------------------
+def test_per_device_line_need_not_be_indented_and_settings_not_shown_stay_unknown():
+    r = record(real(f"{RTX3080}fp16-2gpus-resnet50-48.log"))
+    assert "\n48 per device\n" in real(f"{RTX3080}fp16-2gpus-resnet50-48.log")
+    s = r.settings
+    assert (s.batch_per_worker, s.global_batch, s.workers) == (48, 96, 2)
+    assert (s.precision, s.xla, s.hosts) == (None, None, None)  # no command line: unknown, not fp32/off/1
+    assert r.hardware.gpu == "GeForce RTX 3080" and not r.facts and r.ranks[0].device == "GPU:0 GeForce RTX 3080"
+
+
+def test_forward_only_real_data_and_parameter_server_are_read():
+    inference = record(real(f"{RTX3080}fp16-2gpus-inference-resnet50-48.log"))
+    assert inference.settings.extra["mode"] == "inference"
+    real_data = record(real("lambda-7742-8xA100-SXM4-40GB-TF2-3-real-replicated-fp16-8gpus-resnet50-448.log"))
+    assert (real_data.settings.data, real_data.settings.extra["data_name"]) == ("imagenet", "imagenet")
+    assert real_data.hardware.gpu == "A100-SXM4-40GB"  # TF 2.x 'name: ... computeCapability' lines
+    ps = record(real("lambda-Gold-6230-Quadro-RTX-8000-NVLink-XLA-trt2-TF2-2-syn-parameter-server-fp16-2gpus-"
+                     "resnet50-512.log"))
+    assert ps.settings.extra["variable_update"] == "parameter_server" and "all_reduce" not in ps.settings.extra
+
+
+def test_a_distributed_worker_does_not_show_the_jobs_worker_count():
+    # a Kubeflow TFJob worker (launcher prefixes as Kubeflow's docs show them): its Devices and its 'global'
+    # batch are its own; the job's total counts every worker
+    text = "\n".join(f"INFO|2017-12-19T01:12:17|/opt/launcher.py|27| {line}" for line in (
+        "TensorFlow:  1.5", "Model:       resnet50", "Batch size:  32 global", "32 per device",
+        "Devices:     ['/job:worker/task:0/cpu:0']", "Variables:   parameter_server",
+        "100\timages/sec: 83.3 +/- 0.8 (jitter = 4.7)\t7.886", "total images/sec: 167.40"))
+    run = one(text)
+    assert "workers" not in run.settings and run.figure == 167.40
+    assert record(text, workers=2).settings.workers == 2
+
+
+def test_a_run_that_failed_is_a_failed_record_with_its_error():
+    r = record(real("lambda-i7-9750H-GeForce-RTX-2080-with-Max-Q-Design-TF1-15-syn-replicated-fp32-1gpus-vgg16-48.log"))
+    assert r.status == "failed" and "ResourceExhaustedError" in r.failure and "OOM when allocating" in r.failure
+    assert r.reported_images_per_sec is None and metrics.throughput(r) is None
+
+
+def test_headerless_paste_takes_its_settings_from_the_command_line():
+    r = record(real("github-horovod-issue288-8gpu-2hosts-summary.log"))
+    s = r.settings
+    assert (s.model, s.workers, s.hosts, s.batch_per_worker, s.data) == ("resnet50", 8, 2, 128, "imagenet")
+    assert r.ranks == [] and r.reported_images_per_sec == 2047.95 == metrics.throughput(r)
+    assert "no step figures" in " ".join(r.metrics["warnings"])
+
+
+def test_headerless_paste_without_a_command_needs_the_worker_count(tmp_path):
+    text = real("github-tensorflow-issue23032-1gpu.log")
+    with pytest.raises(InputError) as info:
+        record(text, "p.log")
+    assert "p.log:1: error: workers: the log does not show how many workers" in info.value.render()
+    r = record(text, "p.log", workers=1, batch=32)
+    assert r.settings.model is None and len(r.ranks[0].step_times) == 10  # --set batch gives the samples
+
+
+def test_elided_tagged_log_imports_with_a_warning():
+    r = record(real("blog-y-rok-horovod-tf-cnn-2gpu-tagged-elided.log"))
+    assert r.reported_images_per_sec == 300.87 and r.settings.workers == 2
+    assert any("leaves lines out" in w for w in r.metrics["warnings"])
+
+
+# -- splitting a file into runs ------------------------------------------------------------------------
+
+def test_a_file_of_runs_one_after_another_is_one_record_per_run():
+    names = [f"{RTX3080}fp16-1gpus-resnet50-48.log", f"{RTX3080}fp16-2gpus-resnet50-48.log",
+             f"{RTX3080}fp16-2gpus-inference-resnet50-48.log", f"{RTX3080}fp16-1gpus-inception3-24.log"]
+    runs = read_log("".join(real(n) for n in names), "loop.log")
+    assert [r.figure for r in runs] == [875.20, 1464.72, 6621.59, 412.09]
+    assert [(r.settings["workers"], r.settings["extra.mode"]) for r in runs] == \
+        [(1, "training"), (2, "training"), (2, "inference"), (1, "training")]
+    assert runs[1].first_line == runs[0].last_line + 1
+
+
+def test_headerless_runs_one_after_another_are_split_at_the_next_step_table():
+    text = real("github-tensorflow-issue23032-1gpu.log")
+    runs = read_log(text + text.replace("197.98", "375.12"), "two.log")
+    assert [r.figure for r in runs] == [197.98, 375.12]
+
+
+def test_tagged_runs_one_after_another_split_per_rank():
+    text = log("tf_cnn_benchmarks_horovod_tagged_2x2gpu.log")
+    runs = read_log(text + text, "x.log")
+    assert len(runs) == 2 and all(len(r.ranks) == 4 for r in runs)
+
+
+def test_horovod_synthetic_file_with_two_runs_tagged_and_untagged():
+    runs = read_log(real("docs-oci-horovod-tf2-synthetic-8gpu-and-16gpu.log"), "oci.log")
+    assert [(r.format, r.settings["workers"], r.settings["hosts"], r.figure) for r in runs] == \
+        [(HOROVOD, 8, 1, 4800.1), (HOROVOD, 16, 2, 9170.8)]
+
+
+# -- Horovod synthetic benchmarks and MLPerf -------------------------------------------------------------
 
 def test_horovod_tf2_synthetic_benchmark_rank_zero_stands_for_the_job():
-    record = import_log(LOGS / "horovod_tf2_synthetic_4gpu.log", STACK)
-    s = record.settings
+    r = record(log("horovod_tf2_synthetic_4gpu.log"))
+    s = r.settings
     assert (s.workload, s.model, s.batch_per_worker, s.workers, s.global_batch) == (HOROVOD, "resnet50", 64, 4, 256)
-    (rank,) = record.ranks
-    assert rank.device == "GPU:0 NVIDIA A100-SXM4-80GB"
-    assert rank.items_per_step == 256
+    assert s.extra["framework"] == "tensorflow"
+    (rank,) = r.ranks
+    assert rank.device == "GPU:0 NVIDIA A100-SXM4-80GB" and rank.items_per_step == 256
     iters = [float(x) for x in re.findall(r"Iter #\d+: ([0-9.]+) img/sec", log("horovod_tf2_synthetic_4gpu.log"))]
     assert rank.step_times == pytest.approx([64 / x for x in iters])
-    assert rank.warmup_times == []
-    assert record.metrics["total_images_per_sec"] == 744.1
-    assert record.metrics["img_sec_per_device"] == 186.0
-    # the reconstruction (harmonic mean) agrees with the program's arithmetic mean to well within its noise
-    assert metrics.throughput(record) == pytest.approx(744.1, rel=0.002)
-
-
-def test_horovod_tf1_synthetic_benchmark_untagged_with_tensorflow_noise():
-    record = import_log(LOGS / "horovod_tf1_synthetic_1gpu.log", STACK)
-    assert (record.settings.workers, record.settings.batch_per_worker) == (1, 32)
-    assert record.ranks[0].device == "GPU:0 Tesla P100-PCIE-16GB"
-    assert record.metrics["total_images_per_sec"] == pytest.approx(108.4)
+    assert r.reported_images_per_sec == 744.1 == metrics.throughput(r)
 
 
 def test_iterations_before_running_benchmark_are_warm_up():
     text = log("horovod_tf1_synthetic_1gpu.log").replace(
         "Running benchmark...", "Iter #0: 40.0 img/sec per GPU\nIter #1: 90.0 img/sec per GPU\nRunning benchmark...")
-    (rank,) = parse_log(text, "w.log").ranks
-    assert rank.warmup_times == pytest.approx([32 / 40.0, 32 / 90.0])
-    assert len(rank.step_times) == 10
+    (rank,) = one(text).ranks
+    assert rank.warmup_times == pytest.approx([32 / 40.0, 32 / 90.0]) and len(rank.step_times) == 10
 
 
-def test_format_detection():
-    assert detect(log("tf_cnn_benchmarks_1gpu.log")) == TF_CNN
-    assert detect(log("horovod_tf2_synthetic_4gpu.log")) == HOROVOD
-    assert detect("hello\nworld\n") is None
-
-
-# -- bad input ---------------------------------------------------------------------------------------
-
-def _diag(exc: pytest.ExceptionInfo) -> str:
-    return exc.value.render()
-
-
-def test_truncated_tf_cnn_log_names_file_line_and_what_was_expected(tmp_path):
-    text = log("tf_cnn_benchmarks_1gpu.log").split("----")[0]
-    path = tmp_path / "cut.log"
-    path.write_text(text)
-    with pytest.raises(InputError) as info:
-        import_log(path, STACK)
-    out = _diag(info)
-    n = len(text.splitlines())
-    assert f"{path}:{n}: error:" in out
-    assert "expected: 'total images/sec: 1751.23'" in out
-
-
-def test_unknown_text_is_refused_at_line_one(tmp_path):
-    path = tmp_path / "notes.txt"
-    path.write_text("\nsome notes about a run\n")
-    with pytest.raises(InputError) as info:
-        import_log(path, STACK)
-    out = _diag(info)
-    assert f"{path}:1:" in out and "tf_cnn_benchmarks output" in out and "some notes" in out
-
-
-def test_missing_header_and_inconsistent_figures_are_located():
-    with pytest.raises(InputError, match="cannot import") as info:
-        parse_log("10\timages/sec: 200.0 +/- 0.1 (jitter = 0.2)\t8.1\ntotal images/sec: 200.0\n", "h.log")
-    assert "h.log:1: error: the tf_cnn_benchmarks header is incomplete" in _diag(info)
-    assert "Model:       resnet50" in _diag(info)
-    text = ("Model:       resnet50\nBatch size:  10 global\n             10 per device\nStep\tImg/sec\tloss\n"
-            "10\timages/sec: 100.0\t1\n20\timages/sec: 40.0\t1\ntotal images/sec: 40\n")
-    parse_log(text, "ok.log")  # 20 steps in 5 s after 10 in 1 s: fine
-    bad = text.replace("40.0", "400.0")  # 20 steps in 0.5 s after 10 steps in 1 s: impossible
-    with pytest.raises(InputError) as info:
-        parse_log(bad, "bad.log")
-    assert "bad.log:6:" in _diag(info) and "cumulative" in _diag(info)
-
-
-def test_horovod_summary_must_match_the_header(tmp_path):
+def test_horovod_summary_must_match_the_header():
     text = log("horovod_tf2_synthetic_4gpu.log").replace("on 4 GPU(s)", "on 8 GPU(s)")
     with pytest.raises(InputError) as info:
-        parse_log(text, "h.log")
+        read_log(text, "h.log")
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "Total img/sec" in t)
-    assert f"h.log:{line}:" in _diag(info)
+    assert f"h.log:{line}:" in info.value.render()
+
+
+def test_mlperf_result_is_time_to_accuracy():
+    text = real("mlperf-v0.7-google-gpu-v100-8-tf2-resnet-result0.log")
+    r = record(text, workers=8)
+    assert (r.settings.workload, r.settings.model, r.settings.global_batch) == ("tta", "resnet50_v1.5", 2496)
+    assert r.metrics["reached"] is True and r.metrics["time_to_accuracy_s"] == pytest.approx(5293.9)
+    aborted = record(real("mlperf-v0.7-nvidia-dgx1-mxnet-resnet-result0-aborted.log"), workers=8)
+    assert aborted.metrics["reached"] is False and "time_to_accuracy_s" not in aborted.metrics
+    assert [x.format for x in read_log(text + text, "two.log")] == [MLLOG, MLLOG]
+
+
+# -- what logs show besides the figures -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("lines", "name"), [
+    (["2018-06-26 12:00:00.000: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1344] Found device 0 with "
+      "properties:", "name: Tesla M60", "major: 5 minor: 2 memoryClockRate(GHz): 1.1775"], "Tesla M60"),
+    (["I... Found device 0 with properties:", "pciBusID: 0000:03:00.0 name: Vega 20     ROCm AMD GPU ISA: gfx906"],
+     "Vega 20"),
+    (["Created TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0 with 14874 MB memory) -> physical GPU "
+      "(device: 0, name: Tesla V100-SXM2-16GB, pci bus id: 0000:00:0d.0, compute capability: 7.0)"],
+     "Tesla V100-SXM2-16GB"),
+])
+def test_gpu_names_of_tf1_tf2_and_rocm(lines, name):
+    assert seen_in(split_lines("\n".join(lines))).names == (name,)
+
+
+def test_a_shell_assignment_is_not_the_command_and_env_prefixes_are_not_argv():
+    text = ('RUN="srun --mpi=pmix $SINGULARITY python tf_cnn_benchmarks.py --model=resnet50"\n'
+            "echo $RUN; $RUN\n"
+            "$ NCCL_DEBUG=INFO mpirun -np 4 -H a:2,b:2 python tf_cnn_benchmarks.py \\\n    --model resnet50 \\\n"
+            "    --batch_size=32\n")
+    (cmd,) = find_commands(split_lines(text), SCRIPTS)
+    assert cmd.argv[0] == "mpirun" and cmd.env == {"NCCL_DEBUG": "INFO"} and cmd.line == 3
+    assert (cmd.processes, cmd.hosts, cmd.flags["model"], cmd.flags["batch_size"]) == (4, 2, "resnet50", "32")
+
+
+def test_launcher_prefixes_and_indentation_are_taken_off():
+    text = real("docs-ray-sgd-benchmark-16gpu.log")  # indented four spaces (an rst code block)
+    assert one(text).figure == 5640.2
+    prefixed = "\n".join(f"INFO|2017-12-19T01:12:17|/opt/launcher.py|27| {line}"
+                         for line in log("tf_cnn_benchmarks_1gpu.log").splitlines())
+    assert one(prefixed).figure == 363.51
+
+
+# -- parse_tf_cnn_output, for repro bench ----------------------------------------------------------------
+
+def test_parse_tf_cnn_output_reads_one_run_of_several_ranks():
+    run = parse_tf_cnn_output(log("tf_cnn_benchmarks_horovod_tagged_2x2gpu.log"), source="rank-output")
+    assert run.figure == run.metrics["total_images_per_sec"] and len(run.ranks) == 4
+    assert all(len(r.step_times) == 5 and r.items_per_step == 128 for r in run.ranks)
+    assert run.settings["model"] == "resnet50" and run.settings["workers"] == 4
+    lambda_run = parse_tf_cnn_output(real(f"{RTX3080}fp16-1gpus-resnet50-48.log"))
+    assert lambda_run.figure == 875.20 and lambda_run.settings["batch_per_worker"] == 48
+
+
+def test_parse_tf_cnn_output_refuses_no_run_and_several():
+    with pytest.raises(InputError) as info:
+        parse_tf_cnn_output("Generating model\n", source="out")
+    assert "out:1: error: no tf_cnn_benchmarks runs in this output" in info.value.render()
+    text = log("tf_cnn_benchmarks_1gpu.log")
+    with pytest.raises(InputError) as info:
+        parse_tf_cnn_output(text + text, source="out")
+    assert "2 tf_cnn_benchmarks runs" in info.value.render()
+
+
+# -- bad input ------------------------------------------------------------------------------------------
+
+def test_truncated_log_names_file_and_line(tmp_path):
+    text = log("tf_cnn_benchmarks_1gpu.log").split("Running warm up")[0]
+    with pytest.raises(InputError) as info:
+        read_log(text, "cut.log")
+    assert f"cut.log:{len(text.splitlines())}: error: the run has no step figures" in info.value.render()
+
+
+def test_unknown_binary_and_empty_files_are_refused_without_echoing_them(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("\npassword: hunter2\n")
+    binary = tmp_path / "x.bin"
+    binary.write_bytes(b"\x7fELF\x00\x01" * 100)
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    results = [import_file(str(p), STACK, (), {}) for p in (notes, binary, empty)]
+    texts = [r.error.render() for r in results]
+    assert all(r.status == "failed" for r in results)
+    assert f"{notes}:2: error: not a log repro can import" in texts[0] and "hunter2" not in texts[0]
+    assert f"{binary}:1: error: a binary file" in texts[1]
+    assert "an empty file" in texts[2]
 
 
 def test_import_stack_from_a_manifest_uses_its_hash():
@@ -216,101 +335,31 @@ def test_import_stack_from_a_manifest_uses_its_hash():
 
     ref = import_stack(str(ROOT / "stacks" / "cpu-tf215.yaml"))
     assert ref.hash == load_stack(ROOT / "stacks" / "cpu-tf215.yaml").hash
-    assert ref.manifest["tensorflow"]["version"] == "2.15.1"
     assert import_stack("tf110").hash == import_stack("tf110").hash != import_stack("tf114").hash
     with pytest.raises(InputError):
         import_stack("no spaces please")
 
 
-# -- published tables --------------------------------------------------------------------------------
+# -- output of the real program, made for these tests (tests/data/logs/generated) -----------------------
 
-def test_baseline_table_rows_become_published_records():
-    records = import_table(BASELINES / "seed000-final-accuracy.csv", import_stack("seed000-final-accuracy"))
-    assert [r.origin for r in records] == ["published"] * 4
-    first = records[0]
-    assert first.published.images_per_sec == 329 and first.published.top1 == 0.7318
-    assert first.published.top5 == 0.9107 and first.published.system == "Cruiser5"
-    assert first.settings.workers == 2 and first.settings.hosts == 2 and first.settings.scaling == "strong"
-    assert first.settings.extra == {"system": "Cruiser5"} and first.hardware.gpu == "P100" and not first.facts
-    assert records[3].settings.model == "vgg16"
+GENERATED = LOGS / "generated"
 
 
-def test_rows_without_a_figure_are_failed_records():
-    records = import_table(BASELINES / "seed001-kuza55.csv", import_stack("k"))
-    failed = [r for r in records if r.status == "failed"]
-    assert len(failed) == 4 and all(r.published is None and "'error'" in r.failure for r in failed)
-    points = metrics.points(records)
-    six = [p for p in points if p.workers == 6]
-    assert all(p.images_per_sec is None and p.failed == 1 for p in six)
+def test_real_tagged_horovod_output_is_one_run_of_two_ranks_with_rank_zeros_total():
+    text = (GENERATED / "tf_cnn_benchmarks_tf2.15_horovod_2ranks_tagged_cpu.log").read_text()
+    run = parse_tf_cnn_output(text, source="hvd.log")
+    assert run.figure == 33.11 and run.metrics["total_images_per_sec_ranks"] == [33.11, 33.07]
+    assert [(r.rank, r.device, len(r.step_times), r.items_per_step) for r in run.ranks] == \
+        [(0, "CPU", 3, 16), (1, "CPU", 3, 16)]
+    assert (run.settings["workers"], run.settings["global_batch"], run.settings["extra.horovod_device"]) == \
+        (2, 32, "cpu")
+    assert run.software["tensorflow"] == "2.15"
 
 
-def test_bad_table_reports_every_problem_with_its_line():
-    text = ("# a comment\nsystem,gpus,images_per_sec,top1,precision\n"
-            "a,2,100,0.7,fp32\n"
-            "b,two,100,,fp32\n"
-            "c,4,fast,1.7,fp64\n")
-    with pytest.raises(InputError) as info:
-        parse_table(text, "t.csv", STACK)
-    out = info.value.render()
-    assert "t.csv:4: error: gpus: not a positive whole number" in out
-    assert "t.csv:5: error: images_per_sec: not a throughput" in out
-    assert "t.csv:5: error: top1: not an accuracy" in out
-    assert "t.csv:5: error: precision: unknown precision" in out
-    with pytest.raises(InputError) as info:
-        parse_table("system,images\nx,1\n", "h.csv", STACK)
-    assert "h.csv:1: error: missing columns gpus, images_per_sec" in info.value.render()
-
-
-def test_accuracy_as_percent_and_extra_columns_become_settings():
-    (r,) = parse_table("system,gpus,images_per_sec,top1,ps,printed_speedup\nm,2,10,73.5%,CPU,1.9x\n", "p.csv", STACK)
-    assert r.published.top1 == pytest.approx(0.735)
-    assert r.settings.extra == {"system": "m", "ps": "CPU"}
-    assert r.metrics["printed"] == {"speedup": "1.9x"}
-
-
-# -- seed figures ------------------------------------------------------------------------------------
-
-def _unit(printed: str) -> tuple[float, float]:
-    """A printed figure as a fraction and half its last digit (its rounding): '84.12%' -> (0.8412, 0.00005)."""
-    text = printed.strip()
-    decimals = len(text.rstrip("%x").partition(".")[2])
-    scale = 100 if text.endswith("%") else 1
-    return float(text.rstrip("%x")) / scale, 0.5 * 10 ** -decimals / scale
-
-
-def _scaling_checks(name: str) -> tuple[list[str], list[str]]:
-    """(figures that match, figures flagged inconsistent that indeed do not) of one baseline table."""
-    records = import_table(BASELINES / name, import_stack(Path(name).stem))
-    rows = metrics.scaling(metrics.points(records))
-    matched, inconsistent = [], []
-    for row in rows:
-        for rec in row.point.records:
-            printed = rec.metrics.get("printed", {})
-            check = printed.get("check", "")
-            for figure, computed in (("speedup", row.speedup), ("efficiency", row.efficiency)):
-                if figure not in printed:
-                    continue
-                value, tolerance = _unit(printed[figure])
-                ok = abs(computed - value) <= tolerance + 1e-12
-                where = f"{name}: {row.point.settings.extra} {row.point.workers} GPUs {figure}"
-                if check.startswith("inconsistent"):
-                    assert not ok, f"{where} is flagged inconsistent but matches ({computed} vs {printed[figure]})"
-                    inconsistent.append(where)
-                else:
-                    assert ok, f"{where}: computed {computed:.5f}, printed {printed[figure]}"
-                    matched.append(where)
-    return matched, inconsistent
-
-
-@pytest.mark.parametrize(("name", "matches", "inconsistent"), [
-    ("seed000-real-data.csv", 3, 2),
-    ("seed000-synthetic-calico.csv", 3, 1),
-    ("seed000-synthetic-host.csv", 4, 0),
-    ("seed001-kuza55.csv", 2 * 20, 0),  # 20 rows with a figure, speedup and efficiency each
-    ("seed001-avolkov1.csv", 2 * 24, 0),
-    ("seed001-tf_cnn_benchmarks.csv", 2 * 11, 0),
-])
-def test_speedup_and_efficiency_reproduce_the_seed_tables(name, matches, inconsistent):
-    matched, flagged = _scaling_checks(name)
-    assert len(matched) == matches
-    assert len(flagged) == inconsistent
+def test_real_loop_output_is_three_runs_with_their_own_commands():
+    runs = read_log((GENERATED / "tf_cnn_benchmarks_tf2.15_loop_3runs_cpu.log").read_text(), "loop.log")
+    assert [r.figure for r in runs] == [170.62, 277.09, 443.54]
+    assert [(r.settings["batch_per_worker"], r.settings["extra.mode"]) for r in runs] == \
+        [(16, "training"), (32, "training"), (32, "inference")]
+    assert all(r.command[:2] == ("python", "tf_cnn_benchmarks.py") for r in runs)
+    assert runs[2].command[-1] == "--forward_only=True"

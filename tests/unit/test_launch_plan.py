@@ -190,3 +190,20 @@ def test_the_host_runtime_across_hosts_uses_ssh_defaults_unless_the_inventory_na
     rsh = plan.launch_argv[plan.launch_argv.index("plm_rsh_args") + 1]
     assert "-i " not in rsh and "UserKnownHostsFile" not in rsh and "StrictHostKeyChecking=yes" in rsh
     assert plan.exec_argv[0] == "env" and plan.exec_argv[-len(plan.launch_argv):] == plan.launch_argv
+
+
+def test_tf_cnn_benchmarks_output_becomes_an_ok_record_through_the_import_parser():
+    log = ROOT / "tests" / "data" / "logs" / "generated" / "tf_cnn_benchmarks_tf2.15_horovod_2ranks_tagged_cpu.log"
+    (p,) = expand(SweepSpec(workload="tf_cnn_benchmarks", workers=(2,), models=("resnet20",), batch_sizes=(16,),
+                            data_format="NHWC", steps=30, warmup_steps=3), CPU.stack)
+    plan = plan_of(p, cluster(), "host", stack_env={}, gpu=False, run_id="r")
+    assert "--model=resnet20" in plan.launch_argv and "--num_batches=30" in plan.launch_argv
+    ctx = collect.Context(StackRef(name="cpu", hash="abc"), RuntimeReport(), SweepRef(id="sw", point=point_key(p)),
+                          "host")
+    rec = collect.record(p, plan, ctx, Outcome(log.read_text(), "", 0, 60.0))
+    assert rec.status == "ok", rec.failure
+    assert rec.reported_images_per_sec == 33.11  # rank 0's `total images/sec`, the program's own figure
+    assert [r.host for r in rec.ranks] == ["h1", "h2"] and all(r.items_per_step == 16 for r in rec.ranks)
+    # a point that asked for something else than what ran is refused, not mislabelled
+    other = p.model_copy(update={"batch_per_worker": 32})
+    assert collect.record(other, plan, ctx, Outcome(log.read_text(), "", 0, 60.0)).status == "failed"

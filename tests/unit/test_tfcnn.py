@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from repro.errors import InputError
-from repro.launch.tfcnn import TfCnnSettings, canonical_model, tf_cnn_argv, tf_cnn_benchmarks_argv
+from repro.workloads import WorkloadError
+from repro.workloads.tf_cnn_benchmarks import TfCnnSettings, canonical_model, tf_cnn_argv, tf_cnn_benchmarks_argv
 
 # The appendix's command lines as the whitepaper prints them (its PDF text lost some dashes and underscores).
 SEED003_MULTI_NODE = (
@@ -72,7 +72,7 @@ def test_model_names_follow_tf_cnn_benchmarks(name, expected):
 
 
 def test_unknown_model_is_an_input_error():
-    with pytest.raises(InputError, match="no model 'transformer'"):
+    with pytest.raises(WorkloadError, match="no model 'transformer'"):
         tf_cnn_argv(TfCnnSettings(model="transformer", batch_per_worker=8))
 
 
