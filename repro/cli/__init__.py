@@ -77,3 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # output piped into `head` and closed: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except Exception as exc:  # a defect of repro's: one line for the user, the traceback on request
+        if os.environ.get("REPRO_DEBUG", "") not in ("", "0"):
+            raise
+        _stderr(f"internal error: {type(exc).__name__}: {str(exc)[:500]}\n"
+                "  this is a defect of repro, not of your input: please report it with the command line; "
+                "REPRO_DEBUG=1 shows the traceback")
+        return EXIT_FAILURE
