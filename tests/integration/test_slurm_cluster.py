@@ -232,13 +232,16 @@ def test_a_node_dying_under_a_job_gives_node_fail_naming_it(slurm_cluster: Clust
 # -- Charliecloud ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def charliecloud_image(slurm_cluster: Cluster, tmp_path: Path) -> Iterator[Path]:
+@pytest.fixture(scope="module")
+def charliecloud_image(slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """debian:12 from h1's Docker engine (put there by repro/image/base.py) as a Charliecloud directory
-    image on the shared filesystem, with a file that exists only inside the image."""
+    image on the shared filesystem, with a file that exists only inside the image; made once."""
     if shutil.which("ch-convert") is None or shutil.which("ch-run") is None:
-        pytest.skip("Charliecloud (charliecloud-runtime, charliecloud-builders) is not installed")
-    image = tmp_path / "debian12"
+        reason = "Charliecloud (charliecloud-runtime, charliecloud-builders; scripts/setup.sh test) is not installed"
+        if os.environ.get("REPRO_TESTS_STRICT", "") not in ("", "0"):
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    image = tmp_path_factory.mktemp("charliecloud") / "debian12"
     env = dict(os.environ, DOCKER_HOST=slurm_cluster.host("h1").docker_host or "", USER="root")
     proc = subprocess.run(["ch-convert", "-i", "docker", "debian:12", str(image)], env=env,
                           capture_output=True, text=True, timeout=600, check=False)
