@@ -46,7 +46,6 @@ slurm_write_config() {
   local i conf cpus=$SLURM_CPUS nodes=""
   conf=$(slurm_conf)
   mkdir -p "$STATE/slurm/ctld"
-  chmod 755 "$STATE" "$STATE/slurm" # jobs of other users would need to read slurm.conf; root needs nothing
   sed -e "s|@NAME@|$NAME|g" -e "s|@NET@|$NET|g" -e "s|@STATE@|$STATE|g" -e "s|@SLURMD_TIMEOUT@|$SLURMD_TIMEOUT|g" \
     "$HERE/slurm.conf.in" >"$conf"
   for ((i = 1; i <= HOSTS; i++)); do
