@@ -20,6 +20,10 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 packages=(openmpi-bin libopenmpi-dev openssh-client build-essential cmake python3-venv python3-dev)
 if [ "$MODE" = test ]; then
   packages+=(docker.io openssh-server debootstrap iproute2 procps psmisc)
+  # The Slurm test cluster (tests/cluster/cluster.sh up --slurm): Slurm 22.05, munge, the unversioned
+  # libpmix.so that Slurm's pmix plugin dlopens, Charliecloud, and shellcheck for the rendered scripts.
+  packages+=(slurm-wlm slurmctld slurmd slurm-client munge libpmix-dev charliecloud-runtime charliecloud-builders
+    shellcheck)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -28,7 +32,19 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing Debian packages: ${missing[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian's policy-rc.d: no service (munged, slurmd, sshd, dockerd) starts in the machine's own namespace
+  # while installing; the test harness starts its own. A policy-rc.d that is already there is kept.
+  policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\n# written by repro scripts/setup.sh during apt-get install\nexit 101\n' | as_root tee "$policy" >/dev/null
+    as_root chmod 755 "$policy"
+  fi
+  rc=0
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+    rc=$?
+  if [ -n "$policy" ]; then as_root rm -f "$policy"; fi
+  [ "$rc" = 0 ] || { echo "setup: apt-get install failed (exit $rc)" >&2; exit "$rc"; }
 fi
 
 # --- Python environment ----------------------------------------------------------------------

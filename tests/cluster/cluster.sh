@@ -3,16 +3,20 @@
 # bridge, with its own sshd (own host key, own ~/.ssh), optionally its own Docker engine, and an
 # Ansible inventory that follows docs/design.md's inventory contract. See docs/testing.md.
 #
-#   cluster.sh up [N] [--docker]     create hosts h1..hN (default 2); recovers from a partial run
+#   cluster.sh up [N] [--docker] [--slurm]
+#                                    create hosts h1..hN (default 2); recovers from a partial run;
+#                                    --slurm: munged, slurmctld on h1 and a slurmd per host
 #   cluster.sh down                  remove everything (idempotent)
 #   cluster.sh status                one line per host; exit 1 unless every part is healthy
 #   cluster.sh inventory             print the inventory path
 #   cluster.sh exec HOST CMD...      run CMD inside HOST (its network namespace and its ~/.ssh)
 #   cluster.sh fault KIND HOST       KIND: sshd-stop sshd-start link-down link-up engine-kill engine-start
+#                                    slurmd-kill slurmd-start
 #
 # Environment: REPRO_CLUSTER_NAME (default rc; [a-z][a-z0-9]{0,7}), REPRO_CLUSTER_DIR (state dir,
 # default /tmp/repro-cluster-$NAME), REPRO_CLUSTER_OCTET (third octet of 10.123.X.0/24, default derived
-# from the name), REPRO_CLUSTER_BASE_IMAGE (default debian:12; empty: load none), REPRO_PYTHON.
+# from the name), REPRO_CLUSTER_BASE_IMAGE (default debian:12; empty: load none), REPRO_PYTHON,
+# REPRO_CLUSTER_SLURM_TIMEOUT, REPRO_CLUSTER_SLURMD_TIMEOUT (see tests/cluster/slurm.sh).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,6 +27,8 @@ STATE=${REPRO_CLUSTER_DIR:-/tmp/repro-cluster-$NAME}
 BRIDGE=$NAME-br
 BASE_IMAGE=${REPRO_CLUSTER_BASE_IMAGE-debian:12}
 LOCKFILE=/run/lock/repro-cluster-$NAME.lock
+# shellcheck source=/dev/null # checked on its own (tests/integration/test_slurm_cluster.py)
+source "$HERE/slurm.sh"
 
 SSH_TIMEOUT=${REPRO_CLUSTER_SSH_TIMEOUT:-30}         # seconds for an sshd to answer
 DOCKER_TIMEOUT=${REPRO_CLUSTER_DOCKER_TIMEOUT:-120}  # seconds for a dockerd to answer
@@ -61,8 +67,9 @@ alive() {
 
 load_state() {
   [[ -f $STATE/cluster.env ]] || die "not up (no $STATE/cluster.env); run: $0 up"
+  SLURM=0
   # shellcheck source=/dev/null
-  source "$STATE/cluster.env" # HOSTS=N DOCKER=0|1, written by `up`
+  source "$STATE/cluster.env" # HOSTS=N DOCKER=0|1 SLURM=0|1, written by `up`
 }
 
 # HOST may be h2, 2 or rc-h2; prints the index.
@@ -82,7 +89,7 @@ lock() {
     flock -w 5 9 && return 0
     # Daemons started by an older cluster.sh inherited the lock and hold it for ever: start a new lock file.
     for pid in $(find /proc/[0-9]*/fd -lname "$LOCKFILE" 2>/dev/null | cut -d/ -f3 | sort -u); do
-      if [[ $(cat "/proc/$pid/comm" 2>/dev/null) =~ ^(sshd|dockerd|containerd)$ ]]; then
+      if [[ $(cat "/proc/$pid/comm" 2>/dev/null) =~ ^(sshd|dockerd|containerd|munged|slurmctld|slurmd)$ ]]; then
         say "$LOCKFILE is held by a daemon (pid $pid) an earlier cluster.sh started; using a new lock file"
         rm -f "$LOCKFILE"
         continue 2
@@ -103,9 +110,12 @@ ssh_admin() {
 # own hostname (UTS namespace) and a private mount namespace where the host's own ssh dir is
 # bind-mounted over /root/.ssh and its own hosts file over /etc/hosts. Like real hosts, each one's
 # name resolves to its cluster address (Horovod's Gloo, for one, finds peers by hostname).
+# On a cluster with Slurm, SLURM_CONF points at its slurm.conf and USER is set, as in a login session
+# (srun passes the environment on to the job; ch-run, for one, refuses to run without USER).
 host_exec() {
   local i=$1
   shift
+  if ((${SLURM:-0})); then set -- env SLURM_CONF="$(slurm_conf)" USER="${USER:-$(id -un)}" "$@"; fi
   # shellcheck disable=SC2016 # $0, $1, $2 and $@ belong to the inner sh
   ip netns exec "$(ns_of "$i")" unshare --mount --uts --propagation slave \
     sh -c 'mount --bind "$0" /root/.ssh && mount --bind "$1" /etc/hosts && hostname "$2" && shift 2 && exec "$@"' \
@@ -212,6 +222,7 @@ unmount_all() {
 
 teardown() {
   local dir ns link
+  slurm_teardown
   for dir in "$STATE"/h*/; do
     [[ -d $dir ]] || continue
     # Kill containers first: dockerd would give each one SIGTERM and 10s (PID 1 ignores SIGTERM).
@@ -294,6 +305,7 @@ MaxStartups 64:30:128
 MaxSessions 64
 Subsystem sftp /usr/lib/openssh/sftp-server
 EOF
+  if ((SLURM)); then echo "SetEnv SLURM_CONF=$(slurm_conf)" >>"$dir/sshd_config"; fi
   /usr/sbin/sshd -t -f "$dir/sshd_config" || die "sshd rejects $dir/sshd_config"
 }
 
@@ -400,6 +412,14 @@ write_inventory() {
       echo "          repro_interface: eth0"
       if ((DOCKER)); then echo "          repro_docker_host: $(sock_of "$i")"; fi
     done
+    if ((SLURM)); then
+      echo "      vars:"
+      echo "        repro_scheduler: slurm"
+      echo "        repro_slurm_conf: $(slurm_conf)"
+      echo "        repro_slurm_partition: $SLURM_PARTITION"
+      echo "        repro_slurm_submit_host: h1"
+      echo "        repro_slurm_version: '$(slurm_version)'"
+    fi
   } >"$STATE/inventory.yml"
 }
 
@@ -409,6 +429,16 @@ write_description() {
     printf '{\n  "format": "repro.testcluster/1",\n  "name": "%s",\n  "state_dir": "%s",\n' "$NAME" "$STATE"
     printf '  "subnet": "%s.0/24",\n  "bridge": "%s",\n  "bridge_address": "%s.254",\n' "$NET" "$BRIDGE" "$NET"
     printf '  "docker": %s,\n' "$( ((DOCKER)) && echo true || echo false)"
+    if ((SLURM)); then
+      printf '  "slurm": {"conf": "%s", "partition": "%s", "version": "%s", "controller": "h1", "submit_host": "h1",\n' \
+        "$(slurm_conf)" "$SLURM_PARTITION" "$(slurm_version)"
+      printf '            "cluster_name": "%s", "munge_socket": "%s/munge.sock", "jobcomp": "%s/slurm/jobcomp.txt",\n' \
+        "$NAME" "$(munge_dir)" "$STATE"
+      printf '            "spool_dir": "%s/%%n/slurmd/spool", "cpus_per_node": %s, "slurmd_timeout_s": %s},\n' \
+        "$STATE" "$SLURM_CPUS" "$SLURMD_TIMEOUT"
+    else
+      printf '  "slurm": null,\n'
+    fi
     printf '  "key": "%s/cluster_key",\n  "known_hosts": "%s/known_hosts",\n' "$STATE" "$STATE"
     printf '  "inventory": "%s/inventory.yml",\n  "hosts": [' "$STATE"
     for ((i = 1; i <= HOSTS; i++)); do
@@ -428,7 +458,8 @@ UP_DONE=0
 up_failed() {
   local log
   ((UP_DONE)) && return 0
-  for log in "$STATE"/h*/sshd.log "$STATE"/h*/dockerd.log; do
+  for log in "$STATE"/h*/sshd.log "$STATE"/h*/dockerd.log "$STATE"/munge/munged.log "$STATE"/slurm/ctld/slurmctld.log \
+    "$STATE"/h*/slurmd/slurmd.log; do
     [[ -s $log ]] || continue
     echo "--- last lines of $log" >&2
     tail -n 15 "$log" >&2
@@ -442,15 +473,16 @@ up_failed() {
 }
 
 cmd_up() {
-  local docker=0 hosts=2 arg i started=$SECONDS
+  local docker=0 slurm=0 hosts=2 arg i started=$SECONDS
   for arg in "$@"; do
     case $arg in
       --docker) docker=1 ;;
+      --slurm) slurm=1 ;;
       [0-9]*)
         if ! [[ $arg =~ ^[0-9]+$ ]] || ((10#$arg < 1 || 10#$arg > 100)); then die "N must be 1..100"; fi
         hosts=$((10#$arg))
         ;;
-      *) die "up: unknown argument '$arg' (usage: up [N] [--docker])" ;;
+      *) die "up: unknown argument '$arg' (usage: up [N] [--docker] [--slurm])" ;;
     esac
   done
   [[ $EUID -eq 0 ]] || die "needs root (network namespaces, sshd, dockerd)"
@@ -462,6 +494,7 @@ cmd_up() {
       die "--docker needs docker.io (dockerd, docker)"
     fi
   fi
+  if ((slurm)); then slurm_check_tools; fi
   lock
   if leftovers_exist; then
     say "removing leftovers of an earlier run"
@@ -471,9 +504,10 @@ cmd_up() {
   trap 'exit 130' INT TERM
   HOSTS=$hosts
   DOCKER=$docker
+  SLURM=$slurm
   mkdir -p "$(dirname "$STATE")"
   mkdir -m 700 "$STATE"
-  printf 'HOSTS=%s\nDOCKER=%s\n' "$HOSTS" "$DOCKER" >"$STATE/cluster.env"
+  printf 'HOSTS=%s\nDOCKER=%s\nSLURM=%s\n' "$HOSTS" "$DOCKER" "$SLURM" >"$STATE/cluster.env"
   ssh-keygen -q -t ed25519 -N '' -C "repro-cluster-$NAME-admin" -f "$STATE/cluster_key"
   [[ -d /run/sshd ]] || mkdir -m 755 /run/sshd # sshd's privilege separation directory
   [[ -d /root/.ssh ]] || mkdir -m 700 /root/.ssh # mount point of each host's own ~/.ssh
@@ -494,10 +528,12 @@ cmd_up() {
     for ((i = 1; i <= HOSTS; i++)); do start_dockerd "$i"; done
     if [[ -n $BASE_IMAGE ]]; then load_base_image; fi
   fi
+  if ((SLURM)); then slurm_up; fi
   write_inventory
   write_description
   UP_DONE=1
-  say "up: $HOSTS host(s) on $NET.0/24$( ((DOCKER)) && echo ' with Docker engines') in $((SECONDS - started))s"
+  say "up: $HOSTS host(s) on $NET.0/24$( ((DOCKER)) && echo ' with Docker engines')$( ((SLURM)) &&
+    echo " with Slurm (SLURM_CONF=$(slurm_conf))") in $((SECONDS - started))s"
   echo "$STATE/inventory.yml"
 }
 
@@ -539,6 +575,7 @@ cmd_status() {
         ok=1
       fi
     fi
+    if ((SLURM)); then line+=" $(slurm_node_status "$i")" || ok=1; fi
     echo "$line"
   done
   return "$ok"
@@ -546,7 +583,8 @@ cmd_status() {
 
 cmd_fault() {
   local kind=${1:-} host=${2:-} i
-  [[ -n $kind && -n $host ]] || die "usage: fault sshd-stop|sshd-start|link-down|link-up|engine-kill|engine-start HOST"
+  [[ -n $kind && -n $host ]] ||
+    die "usage: fault sshd-stop|sshd-start|link-down|link-up|engine-kill|engine-start|slurmd-kill|slurmd-start HOST"
   load_state
   i=$(host_index "$host")
   lock
@@ -570,12 +608,25 @@ cmd_fault() {
       ((DOCKER)) || die "cluster $NAME has no Docker engines (up --docker)"
       if [[ $kind == engine-kill ]]; then kill_dockerd "$i"; else start_dockerd "$i"; fi
       ;;
-    *) die "unknown fault '$kind' (sshd-stop sshd-start link-down link-up engine-kill engine-start)" ;;
+    slurmd-kill | slurmd-start)
+      ((SLURM)) || die "cluster $NAME has no Slurm (up --slurm)"
+      if [[ $kind == slurmd-kill ]]; then
+        kill_slurmd "$i"
+      else
+        if alive "$(cat "$(slurmd_dir "$i")/slurmd.pid" 2>/dev/null || true)"; then
+          say "slurmd of h$i runs already"
+        else
+          start_slurmd "$i"
+        fi
+        wait_nodes "h$i"
+      fi
+      ;;
+    *) die "unknown fault '$kind' (sshd-stop sshd-start link-down link-up engine-kill engine-start slurmd-kill slurmd-start)" ;;
   esac
   say "fault $kind h$i: done"
 }
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 cmd=${1:-}
 [[ $# -gt 0 ]] && shift

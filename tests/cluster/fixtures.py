@@ -24,8 +24,10 @@ SCRIPT = Path(__file__).resolve().with_name("cluster.sh")
 DEFAULT_NAME = "rc"
 UP_TIMEOUT_S = 1200  # a fresh machine builds the base image first (debootstrap)
 DOWN_TIMEOUT_S = 300
-FAULTS = ("sshd-stop", "sshd-start", "link-down", "link-up", "engine-kill", "engine-start")
-_RESTORE = {"sshd-stop": "sshd-start", "link-down": "link-up", "engine-kill": "engine-start"}
+FAULTS = ("sshd-stop", "sshd-start", "link-down", "link-up", "engine-kill", "engine-start", "slurmd-kill",
+          "slurmd-start")
+_RESTORE = {"sshd-stop": "sshd-start", "link-down": "link-up", "engine-kill": "engine-start",
+            "slurmd-kill": "slurmd-start"}
 
 
 class ClusterCommandError(RuntimeError):
@@ -44,6 +46,21 @@ class ClusterHost:
 
 
 @dataclass(frozen=True)
+class SlurmInfo:
+    """How to reach the Slurm of a cluster brought up with --slurm (cluster.json's "slurm")."""
+
+    conf: Path  # SLURM_CONF for every client command
+    partition: str
+    version: str  # 22.05.8
+    controller: str  # host running slurmctld: h1
+    submit_host: str  # host to run sbatch/srun/squeue on (inside it, SLURM_CONF is set): h1
+    spool_dir: str  # SlurmdSpoolDir with %n for the node name
+    jobcomp: Path  # jobcomp/filetxt: one line per finished job
+    cpus_per_node: int
+    slurmd_timeout_s: int  # a killed slurmd's node is DOWN (and its jobs NODE_FAIL) after about this
+
+
+@dataclass(frozen=True)
 class Cluster:
     """A running test cluster: its hosts, the files to reach them, and handles to break them."""
 
@@ -54,6 +71,7 @@ class Cluster:
     inventory: Path
     key: Path
     known_hosts: Path
+    slurm: SlurmInfo | None = None  # with --slurm
 
     def host(self, name: str) -> ClusterHost:
         """The host called `name` (h1, h2, ...)."""
@@ -101,6 +119,14 @@ class Cluster:
 
     def engine_start(self, host: str) -> None:
         self.fault("engine-start", host)
+
+    def slurmd_kill(self, host: str) -> None:
+        """The node dies as Slurm sees it: its slurmd, its slurmstepds and their tasks get SIGKILL."""
+        self.fault("slurmd-kill", host)
+
+    def slurmd_start(self, host: str) -> None:
+        """Start the host's slurmd again and wait until its node is usable (ReturnToService=2)."""
+        self.fault("slurmd-start", host)
 
     @contextlib.contextmanager
     def faulted(self, kind: str, host: str) -> Iterator[None]:
@@ -152,7 +178,17 @@ def load_cluster(state_dir: Path) -> Cluster:
         inventory=Path(data["inventory"]),
         key=Path(data["key"]),
         known_hosts=Path(data["known_hosts"]),
+        slurm=_slurm_info(data.get("slurm")),
     )
+
+
+def _slurm_info(data: dict[str, Any] | None) -> SlurmInfo | None:
+    if not data:
+        return None
+    return SlurmInfo(conf=Path(data["conf"]), partition=data["partition"], version=data["version"],
+                     controller=data["controller"], submit_host=data["submit_host"], spool_dir=data["spool_dir"],
+                     jobcomp=Path(data["jobcomp"]), cpus_per_node=int(data["cpus_per_node"]),
+                     slurmd_timeout_s=int(data["slurmd_timeout_s"]))
 
 
 def default_state_dir(name: str) -> Path:
@@ -160,9 +196,9 @@ def default_state_dir(name: str) -> Path:
 
 
 def cluster_up(name: str = DEFAULT_NAME, hosts: int = 2, *, docker: bool = True,
-               state_dir: Path | None = None) -> tuple[Cluster, str]:
+               state_dir: Path | None = None, slurm: bool = False) -> tuple[Cluster, str]:
     """Bring a cluster up (tearing down any leftovers first); return it and cluster.sh's messages."""
-    args = ["up", str(hosts)] + (["--docker"] if docker else [])
+    args = ["up", str(hosts)] + (["--docker"] if docker else []) + (["--slurm"] if slurm else [])
     messages = _run_script(args, name, state_dir, timeout=UP_TIMEOUT_S)
     return load_cluster(state_dir or Path(f"/tmp/repro-cluster-{name}")), messages
 
@@ -230,6 +266,53 @@ def cluster() -> Iterator[Cluster]:
             # Inside the try: an interrupted or failed `up` is torn down too.
             try:
                 up, _ = cluster_up(name, 2, docker=True, state_dir=state_dir)
+            except ClusterCommandError as exc:
+                pytest.fail(str(exc), pytrace=False)
+            yield up
+        finally:
+            cluster_down(name, state_dir=state_dir)
+
+
+# -- the Slurm cluster ------------------------------------------------------------------------------
+
+SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "scontrol", "scancel", "sinfo")
+
+
+def slurm_unavailable_reason() -> str | None:
+    """Why the Slurm test cluster cannot run here (scripts/setup.sh test installs what it needs), or None."""
+    reason = unavailable_reason(docker=True)
+    if reason:
+        return reason
+    missing = [tool for tool in SLURM_TOOLS if shutil.which(tool) is None]
+    if not Path("/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so").exists():
+        missing.append("libpmix.so (libpmix-dev)")
+    if missing:
+        return f"missing for the Slurm test cluster (scripts/setup.sh test): {', '.join(missing)}"
+    return None
+
+
+def slurm_cluster_name() -> tuple[str, Path]:
+    """Name and state dir of the session's Slurm cluster: beside, never the same as, the `cluster` one."""
+    base = os.environ.get("REPRO_CLUSTER_NAME") or DEFAULT_NAME
+    name = os.environ.get("REPRO_SLURM_CLUSTER_NAME") or base[:7] + "s"
+    state = os.environ.get("REPRO_SLURM_CLUSTER_DIR")
+    if not state and os.environ.get("REPRO_CLUSTER_DIR"):
+        state = os.environ["REPRO_CLUSTER_DIR"] + "-s"
+    return name, Path(state or f"/tmp/repro-cluster-{name}")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[Cluster]:
+    """Hosts h1 and h2 with sshd, Docker engines and Slurm (slurmctld on h1, a slurmd on each, munged),
+    up for the session under its own name, always torn down after it."""
+    reason = slurm_unavailable_reason()
+    if reason:
+        _skip_or_fail(reason)
+    name, state_dir = slurm_cluster_name()
+    with _sigterm_as_interrupt():
+        try:
+            try:
+                up, _ = cluster_up(name, 2, docker=True, slurm=True, state_dir=state_dir)
             except ClusterCommandError as exc:
                 pytest.fail(str(exc), pytrace=False)
             yield up
