@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -20,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from repro.errors import BackendUnavailable
+from repro.resources import data_dir
 
-PLAYBOOKS = Path(os.environ.get("REPRO_PLAYBOOKS") or Path(__file__).resolve().parents[2] / "playbooks")
 SKIP_PREFIX = "skipped:"
 # Connection settings that make failures quick and explicit; the rest is in playbooks/ansible.cfg.
 ENV = {"ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0"}
@@ -40,10 +39,10 @@ class PlaybookRun:
 
     @property
     def playbook_path(self) -> Path:
-        return PLAYBOOKS / self.playbook
+        return data_dir("playbooks") / self.playbook
 
     def env(self) -> dict[str, str]:
-        return {**ENV, "ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg")}
+        return {**ENV, "ANSIBLE_CONFIG": str(data_dir("playbooks") / "ansible.cfg")}
 
     def argv(self) -> list[str]:
         """The ansible-playbook command line equivalent to this run (run from playbooks/, with env())."""
@@ -252,7 +251,7 @@ def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector
          timeout: int | None, control_dir: str):
     return ansible_runner.run(
         private_data_dir=str(data_dir),
-        project_dir=str(PLAYBOOKS),
+        project_dir=str(data_dir("playbooks")),
         playbook=run.playbook,
         inventory=run.inventory,
         extravars=dict(run.extravars) or None,

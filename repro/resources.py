@@ -1,0 +1,77 @@
+"""Where repro's own files are: image templates, Ansible playbooks, example stacks and inventories.
+
+In a checkout they are the top-level directories `docker/`, `playbooks/`, `stacks/`, `inventories/`. An
+installed wheel carries the same directories as the packages `repro._data.<name>` (pyproject.toml maps
+them), found through the import system (importlib). A site overrides any of them with an environment variable
+(`REPRO_DOCKER_TEMPLATES`, `REPRO_PLAYBOOKS`, `REPRO_STACKS`, `REPRO_INVENTORIES`) or the same keys in a
+config file (`repro.toml` in the working directory, else `$XDG_CONFIG_HOME/repro/config.toml`):
+
+    [site]
+    playbooks = "/srv/repro/playbooks"
+    store = "/nfs/team/repro-results"
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from repro.errors import BackendUnavailable, InputError
+
+NAMES = {"docker": "REPRO_DOCKER_TEMPLATES", "playbooks": "REPRO_PLAYBOOKS", "stacks": "REPRO_STACKS",
+         "inventories": "REPRO_INVENTORIES"}
+CONFIG_KEYS = {"docker": "docker_templates", "playbooks": "playbooks", "stacks": "stacks",
+               "inventories": "inventories", "store": "store"}
+_CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def config_file() -> Path | None:
+    """The site configuration in use: ./repro.toml, else $XDG_CONFIG_HOME/repro/config.toml, else none."""
+    here = Path("repro.toml")
+    if here.is_file():
+        return here
+    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "repro" / "config.toml"
+    return home if home.is_file() else None
+
+
+@cache
+def _site(path: str | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"{path}: unreadable repro configuration ({exc})") from None
+    site = data.get("site", {})
+    if not isinstance(site, dict) or any(k not in CONFIG_KEYS.values() or not isinstance(v, str)
+                                         for k, v in site.items()):
+        raise InputError(f"{path}: [site] takes text values for {', '.join(CONFIG_KEYS.values())}")
+    return site
+
+
+def site_setting(key: str) -> str | None:
+    """A [site] value of the configuration file, or None."""
+    found = config_file()
+    return _site(str(found) if found else None).get(key)
+
+
+def data_dir(name: str) -> Path:
+    """The directory of one of repro's data sets (docker, playbooks, stacks, inventories), as a real path."""
+    override = os.environ.get(NAMES[name]) or site_setting(CONFIG_KEYS[name])
+    if override:
+        return Path(override).expanduser()
+    checkout = _CHECKOUT / name
+    if checkout.is_dir():
+        return checkout
+    # an installed wheel: repro._data.<name> is a namespace package (no __init__.py) whose one location is
+    # the directory (importlib.resources.files gives a MultiplexedPath for it, not a path)
+    spec = importlib.util.find_spec(f"repro._data.{name}")
+    if spec is None or not spec.submodule_search_locations:
+        raise BackendUnavailable(f"repro's {name} directory is missing from this installation",
+                                 hint=f"reinstall repro, or point {NAMES[name]} at a copy of it")
+    return Path(next(iter(spec.submodule_search_locations)))
