@@ -89,6 +89,9 @@ class SweepRef(_Frozen):
     id: str
     point: str  # stable key of the point's settings within the sweep
     repeat: int = 0
+    # interleaved A/B sweeps: the id both runs of one pair carry (A_i and B_i ran back to back on the same
+    # hosts), which `repro compare` pairs on; None for runs that were not interleaved
+    pair: str | None = None
 
 
 class Published(_Frozen):
