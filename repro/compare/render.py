@@ -18,6 +18,7 @@ from repro.compare.throughput import ThroughputRow
 from repro.compare.tta import as_dict as tta_dict
 from repro.errors import InputError
 from repro.results import stats
+from repro.results.report import STEP_FOOTNOTE
 
 FORMATS = ("table", "markdown", "csv", "json")
 LABELS = {"batch_per_worker": "batch", "data_format": "format", "workers": "workers", "hosts": "hosts",
@@ -88,7 +89,8 @@ def _side_line(side: SideInfo) -> str:
     hashes = ", ".join(side.stack_hashes)
     described = side.description and side.description != f"stack {stacks}"
     what = f" — {side.description}" if described else ""
-    return f"{side.label}: {stacks} (hash {hashes}; {side.runs} runs, {side.failed} failed){what}"
+    runs = f"{side.runs} run{'s' if side.runs != 1 else ''}"
+    return f"{side.label}: {stacks} (hash {hashes}; {runs}, {side.failed} failed){what}"
 
 
 def _changes_lines(c: Comparison) -> list[str]:
@@ -140,7 +142,7 @@ def _throughput_notes(c: Comparison) -> list[str]:
     lines = []
     if any(side.scope == stats.STEPS_SCOPE and side.noise is not None
            for r in c.throughput for side in (r.old, r.new)):
-        lines.append("* one run: its ± covers step noise only, not the run-to-run variation")
+        lines.append(STEP_FOOTNOTE)
     for r in c.throughput:
         said = [r.ratio.note] if r.ratio.note else []
         if r.ratio.method == stats.PAIRED:
@@ -215,7 +217,7 @@ def render_text(c: Comparison, *, markdown: bool = False) -> str:
     if markdown:  # nested bullets: two spaces of indentation per level
         header = [f"{'  ' * ((len(x) - len(x.lstrip())) // 2)}- {x.strip()}" for x in header]
     out = [*header, ""]
-    crit = (f"at {c.options.confidence:.0%} confidence; differences under {c.options.threshold:.0%} count as "
+    crit = (f"at {c.options.confidence:.0%} confidence over runs; differences under {c.options.threshold:.0%} count as "
             "no significant difference")
     for title, builder, present in (("Throughput (images/sec): ratio NEW/OLD", _throughput_table, c.throughput),
                                     ("All-reduce: bandwidth ratio NEW/OLD", _allreduce_table, c.allreduce),
@@ -225,7 +227,7 @@ def render_text(c: Comparison, *, markdown: bool = False) -> str:
         headers, rows = builder(c)
         out += [heading(f"{title} {crit}"), tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)]
         notes = _throughput_notes(c) if builder is _throughput_table else []
-        out += [f"{'- ' if markdown else '  '}{n}" for n in notes] + [""]
+        out += [f"- {n.replace('*', chr(92) + '*', 1)}" if markdown else f"  {n}" for n in notes] + [""]
     if c.summaries:
         out += [heading("Summary per model (NEW/OLD)"), *_summary_lines(c), ""]
     if not (c.throughput or c.allreduce or c.tta):

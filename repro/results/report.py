@@ -19,6 +19,7 @@ from repro.results import stats
 from repro.results.metrics import ScalingRow
 
 FORMATS = ("table", "markdown", "csv", "json")
+STEP_FOOTNOTE = "* one run: its ± covers step noise only, not the run-to-run variation"
 COLUMNS = ("stack", "workload", "model", "batch", "precision", "xla", "workers", "hosts", "images/sec", "±",
            "per worker", "speedup", "efficiency", "across-node eff", "runs", "failed", "notes")
 
@@ -104,6 +105,6 @@ def scaling_table(rows: Sequence[ScalingRow], fmt: str = "table") -> str:
     table = [[row[i] for i in keep] for row in body]
     text = tabulate(table, headers=headers, tablefmt="github" if fmt == "markdown" else "simple",
                     disable_numparse=True) + "\n"
-    if any(cell.endswith("*") for row in body for cell in row[COLUMNS.index("±"):COLUMNS.index("±") + 1]):
-        text += "* one run: its ± covers step noise only, not the run-to-run variation\n"
+    if any(row[COLUMNS.index("±")].endswith("*") for row in body):
+        text += ("\\" if fmt == "markdown" else "") + STEP_FOOTNOTE + "\n"
     return text
