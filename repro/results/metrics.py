@@ -101,6 +101,11 @@ def with_figure(record: RunRecord) -> RunRecord:
     return record.model_copy(update={"metrics": metrics})
 
 
+def for_storage(record: RunRecord) -> RunRecord:
+    """The record as the store keeps it: each rank's detected warm-up, and the one images/sec in metrics."""
+    return with_figure(record.model_copy(update={"ranks": steady.annotate(record.ranks)}))
+
+
 @dataclass(frozen=True)
 class Point:
     """All repeats (runs) of one benchmark point of one stack."""

@@ -43,6 +43,28 @@ def test_the_stored_figure_is_the_one_definition_and_the_workloads_own_is_kept_a
     assert rec.metrics["images_per_sec_workload"] == 155.0
 
 
+def test_a_record_for_storage_carries_the_figure_and_each_ranks_detected_warm_up():
+    rec = two_rank_record()
+    long = [RankResult(rank=r.rank, warmup_times=[1.0], step_times=[0.3] * 4 + [0.1] * 20, items_per_step=8)
+            for r in rec.ranks]
+    stored = metrics.for_storage(rec.model_copy(update={"ranks": long}))
+    assert [r.detected_warmup for r in stored.ranks] == [5, 5]
+    assert stored.metrics["images_per_sec"] == metrics.throughput(stored)
+
+
+def test_the_bench_summary_table_takes_the_warm_up_mode_and_a_named_baseline():
+    from repro.results.summary import scaling_report
+
+    slow_start = two_rank_record().model_copy(update={"ranks": [
+        RankResult(rank=0, warmup_times=[1.0], step_times=[0.3] * 4 + [0.1] * 20, items_per_step=8)]})
+    fixed = json.loads(scaling_report([slow_start], "json"))[0]
+    auto = json.loads(scaling_report([slow_start], "json", warmup="auto"))[0]
+    assert auto["images_per_sec"] == pytest.approx(8 / 0.1) and fixed["images_per_sec"] < auto["images_per_sec"]
+    assert any("warm-up too short" in n for n in fixed["notes"])
+    named = json.loads(scaling_report([published(2, 400.0), published(4, 700.0)], "json", baseline_workers=2))
+    assert named[1]["speedup"] == pytest.approx(3.5)
+
+
 def test_tables_json_csv_and_compare_show_the_same_images_per_sec_for_the_same_run(capsys, tmp_path):
     store = Store(tmp_path / "results")
     rec = metrics.with_figure(two_rank_record())
