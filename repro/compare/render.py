@@ -253,7 +253,8 @@ def _row_dict(r: ThroughputRow) -> dict[str, Any]:
     return {
         "images_per_sec_old": r.old.images_per_sec, "images_per_sec_new": r.new.images_per_sec,
         "low_old": r.old.low, "high_old": r.old.high, "low_new": r.new.low, "high_new": r.new.high,
-        "noise_old": r.old.noise, "noise_new": r.new.noise, "interval_old": r.old.scope, "interval_new": r.new.scope,
+        "noise_old": r.old.noise, "noise_new": r.new.noise, "interval_old": r.old.scope or None,
+        "interval_new": r.new.scope or None,
         "ratio": r.ratio.ratio, "low": r.ratio.low, "high": r.ratio.high, "verdict": r.ratio.verdict,
         "method": r.ratio.method or None, "pairs": r.ratio.pairs, "note": r.ratio.note or None,
         "efficiency_old": r.old.efficiency, "efficiency_new": r.new.efficiency,

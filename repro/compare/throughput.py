@@ -46,7 +46,7 @@ class Side:
     high: float | None
     efficiency: float | None  # scaling efficiency of the point within its own side
     published: bool
-    scope: str = stats.RUNS_SCOPE  # what low/high cover: runs, or (one run) its steps only
+    scope: str = stats.RUNS_SCOPE  # what low/high cover: runs, or (one run) its steps only; "" without them
     efficiency_note: str = ""  # the assumption behind `efficiency`, or why there is none
 
     @property
@@ -145,7 +145,7 @@ def _side(point: Point, eff: dict[tuple, ScalingRow]) -> Side:
     high = est.high if est and _isfinite(est.high) else None
     return Side(point.stack, len(point.records), point.failed, point.images_per_sec, low, high,
                 row.efficiency if row else None, metrics.PUBLISHED in point.sources,
-                est.scope if est else stats.RUNS_SCOPE, _efficiency_note(row))
+                est.scope if est and low is not None else "", _efficiency_note(row))
 
 
 def point_ratio(a: Point, b: Point, options: Options) -> stats.RatioResult:

@@ -33,13 +33,14 @@ def scaling_data(row: ScalingRow) -> dict[str, Any]:
     p = row.point
     s = p.settings
     est = p.estimate
+    low = _finite(est.low) if est else None
     extra = {k: v for k, v in s.extra.items()}
     return {
         "stack": p.stack, "stack_hash": p.stack_hash, "workload": s.workload, "model": s.model,
         "batch": s.batch_per_worker, "global_batch": s.global_batch, "precision": s.precision, "xla": s.xla,
         "data": s.data, "workers": s.workers, "hosts": s.hosts, "extra": extra,
-        "images_per_sec": _finite(p.images_per_sec), "low": _finite(est.low) if est else None,
-        "high": _finite(est.high) if est else None, "interval": est.scope if est else None,
+        "images_per_sec": _finite(p.images_per_sec), "low": low, "high": _finite(est.high) if est else None,
+        "interval": est.scope if low is not None else None,
         "source": "+".join(p.sources) or None, "per_worker": _finite(p.per_worker),
         "speedup": row.speedup, "efficiency": row.efficiency, "across_node_efficiency": row.across_node_efficiency,
         "baseline_workers": row.baseline_workers, "runs": len(p.records), "failed": p.failed,
