@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 MIN_RUNS = 2  # per side: below this there is nothing to estimate a run-to-run spread from
-MIN_SAMPLES = MIN_RUNS  # old name, kept for callers
 DEFAULT_RESAMPLES = 2000
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_THRESHOLD = 0.02  # changes smaller than 2% are "no significant difference" whatever the test
