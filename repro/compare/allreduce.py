@@ -1,10 +1,11 @@
 """All-reduce sweeps compared per (backend, dtype, size) (pure).
 
 Each record's ``metrics["results"]`` holds one row per tensor size with the raw latencies. The
-bandwidth ratio NEW/OLD and its verdict come from the same hierarchical bootstrap as throughput, with
-a latency playing the part of a step time and the message's bytes the part of the items per step:
-bytes / mean latency is the algorithm bandwidth, and the bus bandwidth differs from it by a factor
-that is the same on both sides when the worker counts are (they are an alignment key).
+bandwidth ratio NEW/OLD and its verdict come from the same statistics over runs as throughput
+(repro.results.stats.compare), with a latency playing the part of a step time and the message's bytes
+the part of the items per step: bytes / mean latency is the algorithm bandwidth, and the bus bandwidth
+differs from it by a factor that is the same on both sides when the worker counts are (they are an
+alignment key).
 """
 
 from __future__ import annotations

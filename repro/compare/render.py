@@ -13,10 +13,12 @@ from typing import Any
 from repro.compare.align import Change, format_value
 from repro.compare.allreduce import as_dict as allreduce_dict
 from repro.compare.core import Comparison, OneSided, SideInfo
+from repro.compare.throughput import Side as ThroughputSide
 from repro.compare.throughput import ThroughputRow
 from repro.compare.tta import as_dict as tta_dict
 from repro.errors import InputError
 from repro.results import stats
+from repro.results.report import STEP_FOOTNOTE
 
 FORMATS = ("table", "markdown", "csv", "json")
 LABELS = {"batch_per_worker": "batch", "data_format": "format", "workers": "workers", "hosts": "hosts",
@@ -51,12 +53,17 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
+def factor_text(ratio: float, *, better: str = "faster", worse: str = "slower") -> str:
+    """A ratio as people read it (pyperf, hyperfine): 1.27 -> '1.27x faster', 0.44 -> '2.26x slower'."""
+    if ratio >= 1:
+        return f"{ratio:.2f}x {better}"
+    return f"{1 / ratio:.2f}x {worse}"
+
+
 def verdict_text(ratio: stats.RatioResult, *, better: str = "faster", worse: str = "slower") -> str:
-    """'1.35x faster', '0.93x slower', 'no significant difference', 'not enough data'."""
-    if ratio.verdict == stats.FASTER:
-        return f"{ratio.ratio:.2f}x {better}"
-    if ratio.verdict == stats.SLOWER:
-        return f"{ratio.ratio:.2f}x {worse}"
+    """'1.35x faster', '1.08x slower' (never '0.93x slower'), 'no significant difference', 'not enough runs'."""
+    if ratio.verdict in (stats.FASTER, stats.SLOWER) and ratio.ratio:
+        return factor_text(ratio.ratio, better=better, worse=worse)
     return ratio.verdict
 
 
@@ -82,7 +89,8 @@ def _side_line(side: SideInfo) -> str:
     hashes = ", ".join(side.stack_hashes)
     described = side.description and side.description != f"stack {stacks}"
     what = f" — {side.description}" if described else ""
-    return f"{side.label}: {stacks} (hash {hashes}; {side.runs} runs, {side.failed} failed){what}"
+    runs = f"{side.runs} run{'s' if side.runs != 1 else ''}"
+    return f"{side.label}: {stacks} (hash {hashes}; {runs}, {side.failed} failed){what}"
 
 
 def _changes_lines(c: Comparison) -> list[str]:
@@ -105,17 +113,45 @@ def _hardware_line(c: Comparison) -> str:
     return f"Hardware: OLD {old}; NEW {new}" if old != new else f"Hardware: {old} on both sides"
 
 
+def _noise(side: ThroughputSide) -> str:
+    """The ± of a side; '*' marks one run's interval, which covers step noise only."""
+    text = _pct(side.noise)
+    return f"{text}*" if text != "-" and side.scope == stats.STEPS_SCOPE else text
+
+
 def _throughput_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
     cols = display_columns(c)
     headers = [*map(column_label, cols), "OLD img/s", "OLD ±", "NEW img/s", "NEW ±", "NEW/OLD",
                f"{c.options.confidence:.0%} interval", "verdict", "eff OLD", "eff NEW", "Δ eff"]
     rows = []
     for r in c.throughput:
-        rows.append([*_key_cells(r.key, cols), _num(r.old.images_per_sec), _pct(r.old.noise),
-                     _num(r.new.images_per_sec), _pct(r.new.noise), _ratio(r.ratio.ratio), _interval(r.ratio),
+        rows.append([*_key_cells(r.key, cols), _num(r.old.images_per_sec), _noise(r.old),
+                     _num(r.new.images_per_sec), _noise(r.new), _ratio(r.ratio.ratio), _interval(r.ratio),
                      verdict_text(r.ratio), _pct(r.old.efficiency), _pct(r.new.efficiency),
                      _points(r.efficiency_change)])
     return headers, rows
+
+
+def _point_name(c: Comparison, key: Sequence[tuple[str, Any]]) -> str:
+    values = dict(key)
+    return ", ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in display_columns(c))
+
+
+def _throughput_notes(c: Comparison) -> list[str]:
+    """What the table's figures rest on: few runs, step-only intervals, pairing, assumptions, warm-up."""
+    lines = []
+    if any(side.scope == stats.STEPS_SCOPE and side.noise is not None
+           for r in c.throughput for side in (r.old, r.new)):
+        lines.append(STEP_FOOTNOTE)
+    for r in c.throughput:
+        said = [r.ratio.note] if r.ratio.note else []
+        if r.ratio.method == stats.PAIRED:
+            said.append(f"{r.ratio.pairs} interleaved pairs: paired comparison")
+        said += [f"efficiency {side}: {s.efficiency_note}" for side, s in (("OLD", r.old), ("NEW", r.new))
+                 if s.efficiency_note]
+        said += list(r.notes)
+        lines += [f"{_point_name(c, r.key)}: {text}" for text in said]
+    return lines
 
 
 def _allreduce_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -155,7 +191,7 @@ def _summary_lines(c: Comparison) -> list[str]:
         gm = _ratio(s.geomean)
         lines.append(f"  {s.model}: {gm} (geometric mean of {s.points} point{'s' if s.points != 1 else ''}: "
                      f"{s.faster} faster, {s.slower} slower, {s.same} no significant difference, "
-                     f"{s.not_enough} not enough data)")
+                     f"{s.not_enough} {stats.NOT_ENOUGH})")
     return lines
 
 
@@ -181,7 +217,7 @@ def render_text(c: Comparison, *, markdown: bool = False) -> str:
     if markdown:  # nested bullets: two spaces of indentation per level
         header = [f"{'  ' * ((len(x) - len(x.lstrip())) // 2)}- {x.strip()}" for x in header]
     out = [*header, ""]
-    crit = (f"at {c.options.confidence:.0%} confidence; differences under {c.options.threshold:.0%} count as "
+    crit = (f"at {c.options.confidence:.0%} confidence over runs; differences under {c.options.threshold:.0%} count as "
             "no significant difference")
     for title, builder, present in (("Throughput (images/sec): ratio NEW/OLD", _throughput_table, c.throughput),
                                     ("All-reduce: bandwidth ratio NEW/OLD", _allreduce_table, c.allreduce),
@@ -189,7 +225,9 @@ def render_text(c: Comparison, *, markdown: bool = False) -> str:
         if not present:
             continue
         headers, rows = builder(c)
-        out += [heading(f"{title} {crit}"), tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True), ""]
+        out += [heading(f"{title} {crit}"), tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)]
+        notes = _throughput_notes(c) if builder is _throughput_table else []
+        out += [f"- {n.replace('*', chr(92) + '*', 1)}" if markdown else f"  {n}" for n in notes] + [""]
     if c.summaries:
         out += [heading("Summary per model (NEW/OLD)"), *_summary_lines(c), ""]
     if not (c.throughput or c.allreduce or c.tta):
@@ -215,12 +253,16 @@ def _row_dict(r: ThroughputRow) -> dict[str, Any]:
     return {
         "images_per_sec_old": r.old.images_per_sec, "images_per_sec_new": r.new.images_per_sec,
         "low_old": r.old.low, "high_old": r.old.high, "low_new": r.new.low, "high_new": r.new.high,
-        "noise_old": r.old.noise, "noise_new": r.new.noise,
+        "noise_old": r.old.noise, "noise_new": r.new.noise, "interval_old": r.old.scope or None,
+        "interval_new": r.new.scope or None,
         "ratio": r.ratio.ratio, "low": r.ratio.low, "high": r.ratio.high, "verdict": r.ratio.verdict,
+        "method": r.ratio.method or None, "pairs": r.ratio.pairs, "note": r.ratio.note or None,
         "efficiency_old": r.old.efficiency, "efficiency_new": r.new.efficiency,
         "efficiency_change": r.efficiency_change, "runs_old": r.old.runs, "runs_new": r.new.runs,
         "failed_old": r.old.failed, "failed_new": r.new.failed,
         "published_old": r.old.published, "published_new": r.new.published,
+        "efficiency_note_old": r.old.efficiency_note or None, "efficiency_note_new": r.new.efficiency_note or None,
+        "notes": list(r.notes),
     }
 
 
@@ -250,7 +292,8 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "format": "repro.comparison/1",
         "old": _side_dict(c.old), "new": _side_dict(c.new),
         "options": {"threshold": c.options.threshold, "confidence": c.options.confidence,
-                    "allow_different_hardware": c.options.allow_different_hardware},
+                    "allow_different_hardware": c.options.allow_different_hardware, "warmup": c.options.warmup,
+                    "baseline_workers": c.options.baseline_workers},
         "keys": list(c.keys),
         "changes": {"headline": ch.headline(), "manifest": [_change_dict(x) for x in ch.manifest],
                     "lock": [_change_dict(x) for x in ch.lock], "software": [_change_dict(x) for x in ch.software],
@@ -266,6 +309,12 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "regressions": len(c.regressions),
     }
     return _clean(data)
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    return "; ".join(map(str, value)) if isinstance(value, list) else value
 
 
 def render_csv(c: Comparison) -> str:
@@ -285,7 +334,7 @@ def render_csv(c: Comparison) -> str:
     writer = csv.DictWriter(buf, fieldnames=fields or ["kind"], lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in _clean(row).items()})
+        writer.writerow({k: _csv_cell(v) for k, v in _clean(row).items()})
     return buf.getvalue()
 
 

@@ -1,10 +1,13 @@
 """Throughput figures of aligned points (pure): images/sec per side, ratio with verdict, efficiency.
 
-The ratio new/old is the whitepaper's "speed-up factor". Its interval and verdict come from
-repro.results.stats.compare over the raw per-repeat step-time groups. Imported published figures have
-no raw samples: they give a ratio with the verdict "not enough data", and so do imported runs whose log
-gave only its summary figure. An imported run's figure is its log's own summary; its samples, scaled to
-that figure (repro.results.metrics.sample_times), give the interval.
+The ratio new/old is the whitepaper's "speed-up factor". A run's images/sec comes from
+repro.results.metrics.throughput (the one definition); the interval and verdict come from
+repro.results.stats over runs: a paired t on per-pair log ratios where runs were interleaved (A_i and
+B_i back to back, `pair_id`), Welch's t on log figures otherwise, and "not enough runs" below two runs
+a side (the ratio then has a step-noise-only interval and says so). Published figures have no runs to
+measure noise from: they give a ratio with the verdict "not enough runs". An imported run's figure is its
+log's own summary; its samples, scaled to that figure (repro.results.metrics.sample_times), give the
+step-noise interval.
 """
 
 from __future__ import annotations
@@ -15,20 +18,22 @@ from dataclasses import dataclass
 
 from repro.compare.align import Key, Pair
 from repro.errors import ResultsError
-from repro.results import metrics, stats
+from repro.results import metrics, stats, steady
 from repro.results.metrics import Point, ScalingRow
 from repro.results.record import RunRecord, Settings
 
 
 @dataclass(frozen=True)
 class Options:
-    """How a comparison decides: significance threshold, confidence, bootstrap size and seed."""
+    """How a comparison decides: threshold, confidence, bootstrap size and seed, warm-up window, baseline."""
 
     threshold: float = stats.DEFAULT_THRESHOLD
     confidence: float = stats.DEFAULT_CONFIDENCE
     allow_different_hardware: bool = False
     resamples: int = stats.DEFAULT_RESAMPLES
     seed: int = 0
+    warmup: str = steady.FIXED  # "fixed": the workload's warm-up count; "auto": the detected steady state
+    baseline_workers: int | None = None  # a named baseline point for efficiency (None: the 1-worker point)
 
 
 @dataclass(frozen=True)
@@ -43,10 +48,12 @@ class Side:
     high: float | None
     efficiency: float | None  # scaling efficiency of the point within its own side
     published: bool
+    scope: str = stats.RUNS_SCOPE  # what low/high cover: runs, or (one run) its steps only; "" without them
+    efficiency_note: str = ""  # the assumption behind `efficiency`, or why there is none
 
     @property
     def noise(self) -> float | None:
-        """Relative half-width of the interval (None without raw samples)."""
+        """Relative half-width of the interval (None without one)."""
         if self.images_per_sec and self.low is not None and self.high is not None:
             return (self.high - self.low) / 2 / self.images_per_sec
         return None
@@ -61,6 +68,7 @@ class ThroughputRow:
     old: Side
     new: Side
     ratio: stats.RatioResult
+    notes: tuple[str, ...] = ()  # warm-up problems of either side's runs
 
     @property
     def efficiency_change(self) -> float | None:
@@ -86,12 +94,33 @@ class ModelSummary:
     not_enough: int
 
 
+def pair_id(record: RunRecord) -> str | None:
+    """The id an interleaved sweep gives both runs of one A/B pair (SweepRef.pair); None when not paired."""
+    return record.sweep.pair if record.sweep is not None else None
+
+
+def paired_values(old: Sequence[RunRecord], new: Sequence[RunRecord],
+                  warmup: str = steady.FIXED) -> list[tuple[float, float]]:
+    """(old, new) images/sec of the runs that ran as interleaved pairs, matched on pair_id."""
+    by_id = {pid: r for r in old if (pid := pair_id(r)) is not None}
+    out = []
+    for r in new:
+        pid = pair_id(r)
+        partner = by_id.get(pid) if pid is not None else None
+        if partner is None:
+            continue
+        a, b = metrics.throughput(partner, warmup), metrics.throughput(r, warmup)
+        if a is not None and b is not None:
+            out.append((a, b))
+    return out
+
+
 def _isfinite(x: float) -> bool:
     return x == x and x not in (float("inf"), float("-inf"))
 
 
-def _one_point(records: Sequence[RunRecord], confidence: float, where: str) -> Point:
-    pts = metrics.points(records, confidence=confidence)
+def _one_point(records: Sequence[RunRecord], options: Options, where: str) -> Point:
+    pts = metrics.points(records, confidence=options.confidence, warmup=options.warmup)
     if len(pts) > 1:
         stacks = ", ".join(f"{p.stack} ({p.stack_hash})" for p in pts)
         raise ResultsError(f"{where} holds runs of several stacks for the same point: {stacks}",
@@ -99,9 +128,16 @@ def _one_point(records: Sequence[RunRecord], confidence: float, where: str) -> P
     return pts[0]
 
 
-def _efficiencies(records: Sequence[RunRecord], confidence: float) -> dict[tuple, ScalingRow]:
-    rows = metrics.scaling(metrics.points(records, confidence=confidence))
+def _efficiencies(records: Sequence[RunRecord], options: Options) -> dict[tuple, ScalingRow]:
+    pts = metrics.points(records, confidence=options.confidence, warmup=options.warmup)
+    rows = metrics.scaling(pts, baseline_workers=options.baseline_workers)
     return {(r.point.stack_hash, r.point.settings.key()): r for r in rows}
+
+
+def _efficiency_note(row: ScalingRow | None) -> str:
+    if row is None:
+        return ""
+    return "; ".join(n for n in row.notes if n.startswith(("baseline:", "series without")))
 
 
 def _side(point: Point, eff: dict[tuple, ScalingRow]) -> Side:
@@ -110,38 +146,40 @@ def _side(point: Point, eff: dict[tuple, ScalingRow]) -> Side:
     low = est.low if est and _isfinite(est.low) else None
     high = est.high if est and _isfinite(est.high) else None
     return Side(point.stack, len(point.records), point.failed, point.images_per_sec, low, high,
-                row.efficiency if row else None, any(r.published is not None for r in point.records))
+                row.efficiency if row else None, metrics.PUBLISHED in point.sources,
+                est.scope if est and low is not None else "", _efficiency_note(row))
 
 
-def _sampled(point: Point) -> bool:
-    """Whether every repeat of the point has step samples (published figures and summaries alone have none)."""
-    return bool(point.records) and all(point.groups) and len(point.groups) == len(point.records)
-
-
-def _items(point: Point) -> int:
-    measured = [r for r in point.records if r.published is None and r.ranks]
-    return metrics.items_per_step(measured[0]) if measured else 0
+def point_ratio(a: Point, b: Point, options: Options) -> stats.RatioResult:
+    """NEW/OLD of two points: paired where their runs were interleaved, over runs otherwise."""
+    conf, thr = options.confidence, options.threshold
+    if a.images_per_sec is None or b.images_per_sec is None:
+        return stats.RatioResult(None, None, None, stats.NOT_ENOUGH, conf, thr)
+    if metrics.PUBLISHED in a.sources or metrics.PUBLISHED in b.sources:
+        return stats.RatioResult(b.images_per_sec / a.images_per_sec, None, None, stats.NOT_ENOUGH, conf, thr,
+                                 note="a published figure has no runs to measure noise from")
+    pairs = paired_values(a.records, b.records, options.warmup)
+    if len(pairs) >= stats.MIN_RUNS:
+        return stats.compare_pairs(pairs, confidence=conf, threshold=thr)
+    result = stats.compare_runs(a.repeat_values, b.repeat_values, confidence=conf, threshold=thr)
+    if result.method or result.ratio is None:
+        return result
+    return stats.compare_steps(a.run_steps, b.run_steps, result.ratio, confidence=conf, threshold=thr,
+                               resamples=options.resamples, seed=options.seed)
 
 
 def throughput_rows(pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
                     options: Options) -> tuple[ThroughputRow, ...]:
     """Figures for every aligned throughput point."""
-    old_eff = _efficiencies(old, options.confidence)
-    new_eff = _efficiencies(new, options.confidence)
+    old_eff = _efficiencies(old, options)
+    new_eff = _efficiencies(new, options)
     rows = []
     for pair in pairs:
-        a = _one_point(pair.old.records, options.confidence, "OLD")
-        b = _one_point(pair.new.records, options.confidence, "NEW")
-        sa, sb = _side(a, old_eff), _side(b, new_eff)
-        if sa.images_per_sec is None or sb.images_per_sec is None:
-            ratio = stats.RatioResult(None, None, None, stats.NOT_ENOUGH, options.confidence, options.threshold)
-        elif sa.published or sb.published or not _sampled(a) or not _sampled(b):
-            ratio = stats.RatioResult(sb.images_per_sec / sa.images_per_sec, None, None, stats.NOT_ENOUGH,
-                                      options.confidence, options.threshold)
-        else:
-            ratio = stats.compare(a.groups, _items(a), b.groups, _items(b), confidence=options.confidence,
-                                  threshold=options.threshold, resamples=options.resamples, seed=options.seed)
-        rows.append(ThroughputRow(pair.key, pair.old.settings, sa, sb, ratio))
+        a = _one_point(pair.old.records, options, "OLD")
+        b = _one_point(pair.new.records, options, "NEW")
+        notes = tuple(f"{side}: {n}" for side, p in (("OLD", a), ("NEW", b)) for n in p.notes)
+        rows.append(ThroughputRow(pair.key, pair.old.settings, _side(a, old_eff), _side(b, new_eff),
+                                  point_ratio(a, b, options), notes))
     return tuple(rows)
 
 

@@ -1,8 +1,8 @@
 """Time-to-accuracy runs compared (pure): speed-up OLD/NEW in time to reach the target accuracy.
 
 A repeat that never reached its target is a failure to reach, not a time. The verdict comes from the
-same bootstrap as throughput with one time per repeat (a "step" of one item), so a single repeat per
-side is "not enough data". A side that is faster but ends at a lower final accuracy is flagged: it may
+same statistics over runs as throughput with one time per repeat (a "step" of one item), so a single
+repeat per side is "not enough runs". A side that is faster but ends at a lower final accuracy is flagged: it may
 have bought its speed with accuracy.
 """
 

@@ -1,14 +1,21 @@
-"""Figures derived from raw samples (pure): throughput per point, speedup, scaling efficiency.
+"""Figures derived from raw samples (pure): images/sec of a run and of a point, speedup, efficiency.
 
-    images/sec   = items per global step / mean global step time (warm-up excluded);
-                   for a run whose program reported its own figure (an imported log's ``total images/sec``,
-                   a published table's figure) that figure, the samples giving only its spread
-    speedup(N)   = images/sec(N workers) / images/sec(1 worker) of the same sweep
+Every figure is defined once, here, and every table, JSON, CSV, plot and comparison calls these
+functions (docs/statistics.md explains the choices):
+
+    step times   of the job: those of its slowest rank (the largest total time) over the measured window
+                 (after the workload's fixed warm-up, or from the detected steady state: --warmup auto)
+    images/sec   of a run: global batch x steps / that rank's total time = global batch / its mean step
+                 time. Imported runs: the figure their log reported (record.reported_images_per_sec);
+                 published rows: theirs
+    images/sec   of a point: the geometric mean of its runs' figures, with a t interval over runs
+    speedup(N)   = images/sec(N workers) / images/sec(1 worker) of the same series
     efficiency   = speedup(N) / N                     (seed 001: "speedup per GPU")
     across-node  = images/sec(N on H hosts) / (H x images/sec(N/H workers on one host))
 
-Weak scaling keeps the per-worker batch fixed; strong scaling keeps the global batch fixed
-(seed 002). Either way the baseline is the 1-worker point with the same remaining settings.
+A series without its 1-worker point has no speedup or efficiency (None, printed "-") unless a baseline
+worker count is named; then speedup(N) = images/sec(N) / images/sec(B) x B, an assumption said in notes.
+Weak scaling keeps the per-worker batch fixed; strong scaling the global batch (seed 002).
 """
 
 from __future__ import annotations
@@ -17,19 +24,30 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from repro.results import stats
+from repro.results import stats, steady
 from repro.results.record import RunRecord, Settings
 
+# Where an imported run keeps the figure its log printed (e.g. tf_cnn_benchmarks' `total images/sec`):
+# the first of these fields holding a positive number is the run's figure. Only for origin "import".
+REPORTED_FIELDS = ("reported_images_per_sec", "total_images_per_sec")
+MEASURED, REPORTED, PUBLISHED = "measured", "reported", "published"
 
-def global_step_times(record: RunRecord) -> list[float]:
-    """Per-step time of the whole job: the mean over ranks of each measured step."""
-    series = [r.step_times for r in record.ranks if r.step_times]
-    if not series:
+
+def global_step_times(record: RunRecord, warmup: str = steady.FIXED) -> list[float]:
+    """The job's measured step times: the slowest rank's, the one whose window took longest.
+
+    Ranks wait for each other at every step's all-reduce, so their totals differ only by the skew at the
+    window's edges; the slowest total is the job's time. (A per-step maximum would add up every
+    rank's timing jitter instead.)
+    """
+    ranks = [r for r in record.ranks if r.step_times]
+    if not ranks:
         return []
+    start = steady.run_start(record) if warmup == steady.AUTO else None
+    series = [steady.window(r, warmup, start) for r in ranks]
     n = min(len(s) for s in series)
-    return [float(x) for x in np.mean([s[:n] for s in series], axis=0)]
+    slowest = max(series, key=lambda s: sum(s[:n]))
+    return [float(x) for x in slowest[:n]]
 
 
 def items_per_step(record: RunRecord) -> int:
@@ -38,39 +56,73 @@ def items_per_step(record: RunRecord) -> int:
 
 
 def reported(record: RunRecord) -> float | None:
-    """The figure another program gave for the run: a published table's, or an imported log's own summary."""
+    """The figure a source printed for this run: a published row's, or an imported log's own summary."""
     if record.published is not None:
         return record.published.images_per_sec
-    return record.reported_images_per_sec
+    if record.reported_images_per_sec is not None:
+        return record.reported_images_per_sec
+    if record.origin != "import":  # records imported before the field existed kept it in metrics
+        return None
+    for name in REPORTED_FIELDS:
+        value = record.metrics.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return None
 
 
-def throughput(record: RunRecord) -> float | None:
-    """images/sec of one record: the reported figure when there is one, else from the step samples."""
+def source(record: RunRecord) -> str:
+    """Where a run's figure comes from: measured (its samples), reported (its log) or published."""
+    if record.published is not None:
+        return PUBLISHED
+    return REPORTED if reported(record) is not None else MEASURED
+
+
+def measured_throughput(record: RunRecord, warmup: str = steady.FIXED) -> float | None:
+    """images/sec from the run's own samples: global batch / mean step time of the slowest rank."""
+    return stats.rate(global_step_times(record, warmup), items_per_step(record))
+
+
+def throughput(record: RunRecord, warmup: str = steady.FIXED) -> float | None:
+    """THE images/sec of one run (module docstring); None for a failed run or one without samples."""
     if record.status != "ok":
         return None
     figure = reported(record)
-    if figure is not None:
-        return figure
-    times = global_step_times(record)
-    if not times:
-        return None
-    return items_per_step(record) / float(np.mean(times))
+    return figure if figure is not None else measured_throughput(record, warmup)
 
 
-def sample_times(record: RunRecord) -> list[float]:
+def with_figure(record: RunRecord) -> RunRecord:
+    """The record with metrics["images_per_sec"] set to throughput(); a different workload figure is kept aside.
+
+    For the code that stores records: the stored figure is the one every view shows.
+    """
+    figure = throughput(record)
+    metrics = dict(record.metrics)
+    own = metrics.get("images_per_sec")
+    if own is not None and own != figure:
+        metrics["images_per_sec_workload"] = own
+    metrics["images_per_sec"] = figure
+    return record.model_copy(update={"metrics": metrics})
+
+
+def for_storage(record: RunRecord) -> RunRecord:
+    """The record as the store keeps it: each rank's detected warm-up, and the one images/sec in metrics."""
+    return with_figure(record.model_copy(update={"ranks": steady.annotate(record.ranks)}))
+
+
+def sample_times(record: RunRecord, warmup: str = steady.FIXED) -> list[float]:
     """Global step times as the statistics use them. With a reported figure they are scaled so that their
     throughput is that figure: the program's summary gives the level, the samples the spread."""
-    times = global_step_times(record)
-    figure = record.reported_images_per_sec
+    times = global_step_times(record, warmup)
+    figure = reported(record)
     if not times or figure is None or record.published is not None:
         return times
-    scale = items_per_step(record) / float(np.mean(times)) / figure
+    scale = items_per_step(record) / (sum(times) / len(times)) / figure
     return [t * scale for t in times]
 
 
 @dataclass(frozen=True)
 class Point:
-    """All repeats of one benchmark point of one stack."""
+    """All repeats (runs) of one benchmark point of one stack."""
 
     stack: str
     stack_hash: str
@@ -78,6 +130,8 @@ class Point:
     records: tuple[RunRecord, ...]
     failed: int = 0
     estimate: stats.Estimate | None = None
+    warmup: str = steady.FIXED
+    notes: tuple[str, ...] = ()
 
     @property
     def workers(self) -> int:
@@ -94,35 +148,39 @@ class Point:
 
     @property
     def repeat_values(self) -> list[float]:
-        return [v for v in (throughput(r) for r in self.records) if v is not None]
+        """Each run's images/sec (the samples of the run-level statistics)."""
+        return [v for v in (throughput(r, self.warmup) for r in self.records) if v is not None]
 
     @property
-    def groups(self) -> list[list[float]]:
-        """Per-repeat global step times: the samples statistics use (see sample_times)."""
-        return [sample_times(r) for r in self.records if r.published is None]
+    def run_steps(self) -> list[list[float]]:
+        """Each measured run's global step times (for step-noise intervals); empty for published points."""
+        if any(r.published is not None for r in self.records):
+            return []
+        return [s for s in (sample_times(r, self.warmup) for r in self.records) if s]
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(source(r) for r in self.records))
 
 
 def point_key(record: RunRecord) -> tuple:
     return (record.stack.hash, record.settings.key())
 
 
-def _estimate(records: Sequence[RunRecord], confidence: float) -> stats.Estimate | None:
-    published = [r.published.images_per_sec for r in records if r.published is not None]
-    if published:
-        value = float(np.mean(published))
-        return stats.Estimate(value, float("nan"), float("nan"), len(published), len(published))
-    sampled = [r for r in records if global_step_times(r)]
-    if len(sampled) < len(records) and any(reported(r) is not None for r in records):
-        # some runs have only their figure: the figures' mean, without an interval
-        values = [v for v in (throughput(r) for r in records) if v is not None]
-        return stats.Estimate(float(np.mean(values)), float("nan"), float("nan"), len(values), len(values))
-    if not sampled:
-        return None
-    groups = [sample_times(r) for r in sampled]
-    return stats.throughput(groups, items_per_step(sampled[0]), confidence=confidence)
+def estimate(point: Point, confidence: float = stats.DEFAULT_CONFIDENCE) -> stats.Estimate | None:
+    """A point's figure and interval: over runs from 2 runs on; one run: its step noise (scope "steps")."""
+    values = point.repeat_values
+    steps = point.run_steps
+    samples = sum(len(s) for s in steps)
+    if len(values) >= stats.MIN_RUNS or not values:
+        return stats.run_estimate(values, confidence=confidence, samples=samples)
+    if len(steps) == 1:
+        return stats.step_estimate(values[0], steps, confidence=confidence)
+    return stats.run_estimate(values, confidence=confidence, samples=samples)
 
 
-def points(records: Iterable[RunRecord], *, confidence: float = stats.DEFAULT_CONFIDENCE) -> list[Point]:
+def points(records: Iterable[RunRecord], *, confidence: float = stats.DEFAULT_CONFIDENCE,
+           warmup: str = steady.FIXED) -> list[Point]:
     """Group records into points (same stack hash and settings); failed repeats are counted, not used."""
     ok: dict[tuple, list[RunRecord]] = defaultdict(list)
     failed: dict[tuple, int] = defaultdict(int)
@@ -137,10 +195,15 @@ def points(records: Iterable[RunRecord], *, confidence: float = stats.DEFAULT_CO
     out = []
     for key, rec in first.items():
         good = tuple(ok.get(key, ()))
-        out.append(Point(rec.stack.name, rec.stack.hash, rec.settings, good, failed.get(key, 0),
-                         _estimate(good, confidence) if good else None))
+        p = Point(rec.stack.name, rec.stack.hash, rec.settings, good, failed.get(key, 0), None, warmup,
+                  steady.summary(good, warmup))
+        out.append(p if not good else _with_estimate(p, confidence))
     return sorted(out, key=lambda p: (p.stack, p.settings.workload, str(p.settings.model),
                                       p.settings.batch_per_worker or 0, p.workers))
+
+
+def _with_estimate(p: Point, confidence: float) -> Point:
+    return Point(p.stack, p.stack_hash, p.settings, p.records, p.failed, estimate(p, confidence), p.warmup, p.notes)
 
 
 @dataclass(frozen=True)
@@ -162,30 +225,48 @@ def _series_key(p: Point) -> tuple:
     return (p.stack_hash, p.settings.key(without=drop))
 
 
-def scaling(pts: Iterable[Point]) -> list[ScalingRow]:
-    """Speedup and efficiency of every point against the 1-worker point of its series."""
+def _baseline(members: Sequence[Point], workers: int) -> Point | None:
+    """The series' measured point with `workers` workers, on one host where there is one."""
+    found = [p for p in members if p.workers == workers and p.images_per_sec]
+    found.sort(key=lambda p: p.settings.hosts)
+    return found[0] if found else None
+
+
+def _across_node(p: Point, members: Sequence[Point]) -> float | None:
+    hosts = p.settings.hosts
+    if hosts is None or hosts <= 1 or p.workers % hosts or not p.images_per_sec:
+        return None
+    per_host = next((q for q in members if q.settings.hosts == 1 and q.workers == p.workers // hosts
+                     and q.images_per_sec), None)
+    return p.images_per_sec / (hosts * per_host.images_per_sec) if per_host else None
+
+
+def _row(p: Point, base: Point | None, members: Sequence[Point], named: bool) -> ScalingRow:
+    notes = list(p.notes)
+    if p.images_per_sec is None:
+        return ScalingRow(p, None, None, notes=("no successful run",) if p.failed else tuple(notes))
+    across = _across_node(p, members)
+    if base is None or base.images_per_sec is None:
+        what = "the named baseline point" if named else "the 1-worker point"
+        notes.append(f"series without {what}: speedup and efficiency not measured")
+        return ScalingRow(p, None, None, across, None, tuple(notes))
+    speedup = p.images_per_sec / base.images_per_sec * base.workers
+    if base.workers != 1:
+        notes.append(f"baseline: the {base.workers}-worker point, assumed {base.workers}x one worker")
+    return ScalingRow(p, speedup, speedup / p.workers, across, base.workers, tuple(notes))
+
+
+def scaling(pts: Iterable[Point], *, baseline_workers: int | None = None) -> list[ScalingRow]:
+    """Speedup and efficiency of every point against the 1-worker point of its series (or a named one).
+
+    Without that point a series has no speedup or efficiency (None): a figure not measured is never shown.
+    """
     series: dict[tuple, list[Point]] = defaultdict(list)
     for p in pts:
         series[_series_key(p)].append(p)
     rows: list[ScalingRow] = []
     for members in series.values():
         members.sort(key=lambda p: (p.workers, p.settings.hosts or 0))
-        measured = [p for p in members if p.images_per_sec]
-        base = measured[0] if measured else None
-        for p in members:
-            notes: list[str] = []
-            if p.images_per_sec is None or base is None or base.images_per_sec is None:
-                rows.append(ScalingRow(p, None, None, notes=("no successful run",) if p.failed else ()))
-                continue
-            speedup = p.images_per_sec / base.images_per_sec * base.workers
-            if base.workers != 1:
-                notes.append(f"baseline is the {base.workers}-worker point, assumed linear")
-            across = None
-            hosts = p.settings.hosts
-            if hosts is not None and hosts > 1 and p.workers % hosts == 0:
-                per_host = next((q for q in measured if q.settings.hosts == 1 and q.workers == p.workers // hosts),
-                                None)
-                if per_host and per_host.images_per_sec:
-                    across = p.images_per_sec / (hosts * per_host.images_per_sec)
-            rows.append(ScalingRow(p, speedup, speedup / p.workers, across, base.workers, tuple(notes)))
+        base = _baseline(members, baseline_workers or 1)
+        rows += [_row(p, base, members, baseline_workers is not None) for p in members]
     return rows

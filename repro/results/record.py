@@ -49,6 +49,9 @@ class RankResult(_Frozen):
     warmup_times: list[float] = Field(default_factory=list)
     step_times: list[float] = Field(default_factory=list)
     items_per_step: int = 0
+    # steps (from the first, warm-up steps included) before the step times became steady, as detected by
+    # repro.results.steady; None: no steady state found, or a record from before detection existed
+    detected_warmup: int | None = None
 
 
 class Settings(_Frozen):

@@ -15,9 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from repro.errors import InputError
+from repro.results import stats
 from repro.results.metrics import ScalingRow
 
 FORMATS = ("table", "markdown", "csv", "json")
+STEP_FOOTNOTE = "* one run: its ± covers step noise only, not the run-to-run variation"
 COLUMNS = ("stack", "workload", "model", "batch", "precision", "xla", "workers", "hosts", "images/sec", "±",
            "per worker", "speedup", "efficiency", "across-node eff", "runs", "failed", "notes")
 
@@ -31,13 +33,15 @@ def scaling_data(row: ScalingRow) -> dict[str, Any]:
     p = row.point
     s = p.settings
     est = p.estimate
+    low = _finite(est.low) if est else None
     extra = {k: v for k, v in s.extra.items()}
     return {
         "stack": p.stack, "stack_hash": p.stack_hash, "workload": s.workload, "model": s.model,
         "batch": s.batch_per_worker, "global_batch": s.global_batch, "precision": s.precision, "xla": s.xla,
         "data": s.data, "workers": s.workers, "hosts": s.hosts, "extra": extra,
-        "images_per_sec": _finite(p.images_per_sec), "low": _finite(est.low) if est else None,
-        "high": _finite(est.high) if est else None, "per_worker": _finite(p.per_worker),
+        "images_per_sec": _finite(p.images_per_sec), "low": low, "high": _finite(est.high) if est else None,
+        "interval": est.scope if low is not None else None,
+        "source": "+".join(p.sources) or None, "per_worker": _finite(p.per_worker),
         "speedup": row.speedup, "efficiency": row.efficiency, "across_node_efficiency": row.across_node_efficiency,
         "baseline_workers": row.baseline_workers, "runs": len(p.records), "failed": p.failed,
         "published": any(r.published is not None for r in p.records), "notes": list(row.notes),
@@ -53,6 +57,7 @@ def _cells(row: ScalingRow) -> list[str]:
     noise = "-"
     if d["images_per_sec"] and d["low"] is not None and d["high"] is not None:
         noise = f"{(d['high'] - d['low']) / 2 / d['images_per_sec'] * 100:.1f}%"
+        noise += "*" if d["interval"] == stats.STEPS_SCOPE else ""  # one run: step noise only
     extra = ", ".join(f"{k}={v}" for k, v in d["extra"].items())
     model = str(d["model"] or "-") + (f" ({extra})" if extra else "")
     xla = "?" if d["xla"] is None else "on" if d["xla"] else "off"  # ?: unknown (an imported log did not say)
@@ -101,5 +106,8 @@ def scaling_table(rows: Sequence[ScalingRow], fmt: str = "table") -> str:
             or any(row[i] not in ("-", "") for row in body)]
     headers = [COLUMNS[i] for i in keep]
     table = [[row[i] for i in keep] for row in body]
-    return tabulate(table, headers=headers, tablefmt="github" if fmt == "markdown" else "simple",
+    text = tabulate(table, headers=headers, tablefmt="github" if fmt == "markdown" else "simple",
                     disable_numparse=True) + "\n"
+    if any(row[COLUMNS.index("±")].endswith("*") for row in body):
+        text += ("\\" if fmt == "markdown" else "") + STEP_FOOTNOTE + "\n"
+    return text

@@ -1,35 +1,52 @@
-"""Statistics on throughput samples (pure, numpy only).
+"""Statistics of throughput (pure, numpy only): what a run is, intervals, ratios and verdicts.
 
-A point's raw data is a list of repeats, each an array of global step times (seconds). Throughput is
-items per step / mean step time. Uncertainty comes from a hierarchical bootstrap: resample repeats,
-then steps within each resampled repeat, so that run-to-run variation counts as well as step noise.
-Everything is seeded: the same samples always give the same interval.
+A *run* is one launch of a benchmark point (one repeat: its own processes, its own warm-up) and the
+unit of independent evidence. A run's figure is its own estimate (items / mean step time, see
+repro.results.metrics); what varies from run to run on a shared machine (placement, caches, other
+tenants, clocks) dominates the noise, so every interval is computed over runs:
+
+- a point's interval: Student's t on the logs of its runs' figures (centre: their geometric mean);
+- OLD vs NEW: Welch's t on the logs (the ratio of geometric means, its interval, a verdict);
+- interleaved pairs (A_i and B_i ran back to back): a paired t on the per-pair log ratios, so that a
+  drift of the machine that falls on both runs of a pair cancels.
+
+Below MIN_RUNS runs on a side there is no run-to-run spread to measure: the verdict is "not enough
+runs", and the ratio is shown with a block-bootstrap interval over the steps of each run, noted as
+covering step noise only. docs/statistics.md explains the method and its threshold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-MIN_SAMPLES = 2  # per side: below this there is nothing to estimate a spread from
+MIN_RUNS = 2  # per side: below this there is nothing to estimate a run-to-run spread from
 DEFAULT_RESAMPLES = 2000
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_THRESHOLD = 0.02  # changes smaller than 2% are "no significant difference" whatever the test
 
-FASTER, SLOWER, SAME, NOT_ENOUGH = "faster", "slower", "no significant difference", "not enough data"
+FASTER, SLOWER, SAME, NOT_ENOUGH = "faster", "slower", "no significant difference", "not enough runs"
+WELCH, PAIRED, STEPS_ONLY = "welch t on log figures of runs", "paired t on log ratios", "step bootstrap"
+RUNS_SCOPE, STEPS_SCOPE = "runs", "steps"  # what an interval covers
+STEP_NOTE = "its interval covers step noise only"
+
+Statistic = Callable[..., Any]  # called as f(array, axis=-1): np.median, np.mean
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A throughput with its confidence interval."""
+    """A throughput with its confidence interval (NaN bounds when there is none)."""
 
     value: float
     low: float
     high: float
-    samples: int
-    repeats: int
+    samples: int  # step times behind the figure (0 for published figures)
+    repeats: int  # runs
+    scope: str = RUNS_SCOPE  # what the interval covers: runs (run-to-run and step noise) or steps only
 
     @property
     def rel_halfwidth(self) -> float:
@@ -39,7 +56,7 @@ class Estimate:
 
 @dataclass(frozen=True)
 class RatioResult:
-    """new/old throughput ratio, its interval, and the verdict at the given confidence and threshold."""
+    """new/old figure ratio, its interval, and the verdict at the given confidence and threshold."""
 
     ratio: float | None
     low: float | None
@@ -47,87 +64,232 @@ class RatioResult:
     verdict: str
     confidence: float
     threshold: float
+    method: str = ""  # WELCH, PAIRED, STEPS_ONLY or "" (no interval)
+    runs_old: int = 0
+    runs_new: int = 0
+    pairs: int = 0  # interleaved pairs used (PAIRED only)
+    note: str = ""
 
 
-def _clean(groups: Sequence[Sequence[float]]) -> list[np.ndarray]:
-    out = []
-    for g in groups:
-        arr = np.asarray(g, dtype=float)
-        arr = arr[np.isfinite(arr) & (arr > 0)]
-        if arr.size:
-            out.append(arr)
-    return out
+# -- Student's t (numpy has no quantile function; scipy is not a dependency) -------------------------
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz's method)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
 
 
-def _boot_mean_times(groups: list[np.ndarray], resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Bootstrap distribution of the pooled mean step time (hierarchical when there are repeats)."""
-    k = len(groups)
-    sizes = np.array([g.size for g in groups], dtype=float)
-    # within-repeat resampled sums, one row per repeat: shape (k, resamples)
-    sums = np.empty((k, resamples))
-    for j, g in enumerate(groups):
-        idx = rng.integers(0, g.size, size=(resamples, g.size))
-        sums[j] = g[idx].sum(axis=1)
-    if k == 1:
-        return sums[0] / sizes[0]
-    pick = rng.integers(0, k, size=(resamples, k))  # which repeats each resample draws
-    cols = np.arange(resamples)[:, None]
-    total = sums[pick, cols].sum(axis=1)
-    count = sizes[pick].sum(axis=1)
-    return total / count
+def _beta_regularized(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
 
 
-def _pooled_mean(groups: list[np.ndarray]) -> float:
-    return float(np.concatenate(groups).mean())
+def t_tail(t: float, df: float) -> float:
+    """P(T > t) for Student's t with `df` (real, > 0) degrees of freedom, t >= 0."""
+    return 0.5 * _beta_regularized(df / 2.0, 0.5, df / (df + t * t))
 
 
-def throughput(groups: Sequence[Sequence[float]], items_per_step: float, *, confidence: float = DEFAULT_CONFIDENCE,
-               resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Estimate | None:
-    """items/sec with a bootstrap interval; None when there are fewer than MIN_SAMPLES step times."""
-    clean = _clean(groups)
-    n = sum(g.size for g in clean)
-    if n == 0:
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile (0.5 <= p < 1) of Student's t with `df` degrees of freedom."""
+    tail = 1.0 - p
+    low, high = 0.0, 1.0
+    while t_tail(high, df) > tail:
+        low, high = high, high * 2.0
+    for _ in range(200):  # bisection: t_tail is monotone, 1e-12 is far below what is printed
+        mid = (low + high) / 2.0
+        low, high = (mid, high) if t_tail(mid, df) > tail else (low, mid)
+        if high - low < 1e-12 * max(1.0, high):
+            break
+    return (low + high) / 2.0
+
+
+# -- runs ----------------------------------------------------------------------------------------------
+
+def _positive(values: Sequence[float | None]) -> np.ndarray:
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    return arr[np.isfinite(arr) & (arr > 0)]
+
+
+def geometric_mean(values: Sequence[float | None]) -> float | None:
+    """Geometric mean of positive values (a point's figure; the summary of several ratios); None if none."""
+    arr = _positive(values)
+    return float(np.exp(np.log(arr).mean())) if arr.size else None
+
+
+def verdict(ratio: float, low: float, high: float, threshold: float) -> str:
+    """faster / slower when the whole interval lies beyond 1 and the change exceeds the threshold."""
+    beyond = math.log1p(threshold)
+    if low > 1 and math.log(ratio) > beyond:
+        return FASTER
+    if high < 1 and -math.log(ratio) > beyond:
+        return SLOWER
+    return SAME
+
+
+def run_estimate(values: Sequence[float | None], *, confidence: float = DEFAULT_CONFIDENCE,
+                 samples: int = 0) -> Estimate | None:
+    """A point's figure from its runs' figures: geometric mean, t interval on the logs (NaN below 2 runs)."""
+    arr = _positive(values)
+    if not arr.size:
         return None
-    value = items_per_step / _pooled_mean(clean)
-    if n < MIN_SAMPLES:
-        return Estimate(value, float("nan"), float("nan"), n, len(clean))
-    boot = items_per_step / _boot_mean_times(clean, resamples, np.random.default_rng(seed))
+    logs = np.log(arr)
+    centre = float(logs.mean())
+    if arr.size < MIN_RUNS:  # one run: its own figure, exactly
+        return Estimate(float(arr[0]), float("nan"), float("nan"), samples, int(arr.size))
+    half = t_quantile(0.5 + confidence / 2, arr.size - 1) * float(logs.std(ddof=1)) / math.sqrt(arr.size)
+    return Estimate(math.exp(centre), math.exp(centre - half), math.exp(centre + half), samples, int(arr.size))
+
+
+def _from_logs(diff: float, se: float, df: float, confidence: float, threshold: float) -> tuple:
+    half = t_quantile(0.5 + confidence / 2, df) * se if se > 0 else 0.0
+    ratio, low, high = math.exp(diff), math.exp(diff - half), math.exp(diff + half)
+    return ratio, low, high, verdict(ratio, low, high, threshold)
+
+
+def compare_runs(old: Sequence[float | None], new: Sequence[float | None], *,
+                 confidence: float = DEFAULT_CONFIDENCE, threshold: float = DEFAULT_THRESHOLD) -> RatioResult:
+    """new/old from independent runs: Welch's t on log figures; "not enough runs" below MIN_RUNS a side."""
+    a, b = np.log(_positive(old)), np.log(_positive(new))
+    if not a.size or not b.size:
+        return RatioResult(None, None, None, NOT_ENOUGH, confidence, threshold, runs_old=a.size, runs_new=b.size)
+    diff = float(b.mean() - a.mean())
+    if a.size < MIN_RUNS or b.size < MIN_RUNS:
+        return RatioResult(math.exp(diff), None, None, NOT_ENOUGH, confidence, threshold, runs_old=a.size,
+                           runs_new=b.size, note=_few_runs_note(a.size, b.size))
+    va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
+    se = math.sqrt(va + vb)
+    # Welch–Satterthwaite degrees of freedom; with no spread at all the interval is the ratio itself
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if se > 0 else 1.0
+    ratio, low, high, word = _from_logs(diff, se, df, confidence, threshold)
+    return RatioResult(ratio, low, high, word, confidence, threshold, WELCH, int(a.size), int(b.size))
+
+
+def compare_pairs(pairs: Sequence[tuple[float | None, float | None]], *, confidence: float = DEFAULT_CONFIDENCE,
+                  threshold: float = DEFAULT_THRESHOLD) -> RatioResult:
+    """new/old from interleaved pairs (old_i, new_i ran back to back): paired t on the per-pair log ratios."""
+    good = [(float(o), float(n)) for o, n in pairs
+            if o is not None and n is not None and o > 0 and n > 0 and math.isfinite(o) and math.isfinite(n)]
+    d = np.asarray([math.log(n / o) for o, n in good], dtype=float)
+    if not d.size:
+        return RatioResult(None, None, None, NOT_ENOUGH, confidence, threshold)
+    if d.size < MIN_RUNS:
+        return RatioResult(math.exp(float(d.mean())), None, None, NOT_ENOUGH, confidence, threshold, runs_old=1,
+                           runs_new=1, pairs=1, note=_few_runs_note(1, 1))
+    se = float(d.std(ddof=1)) / math.sqrt(d.size)
+    ratio, low, high, word = _from_logs(float(d.mean()), se, d.size - 1, confidence, threshold)
+    return RatioResult(ratio, low, high, word, confidence, threshold, PAIRED, int(d.size), int(d.size), int(d.size))
+
+
+def _few_runs_note(old: int, new: int) -> str:
+    sides = ", ".join(f"{n} run{'s' if n != 1 else ''} on {side}" for side, n in (("OLD", old), ("NEW", new))
+                      if n < MIN_RUNS)
+    return f"not enough runs for a verdict ({sides}; {MIN_RUNS} or more a side are needed)"
+
+
+# -- steps within runs (the fallback below MIN_RUNS) -----------------------------------------------------
+
+def _block_resample(x: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Moving-block bootstrap resamples of one series, shape (resamples, len(x)).
+
+    Blocks of about n^(1/3) consecutive steps keep the short-range correlation of step times (a burst
+    of interference lasts several steps), which resampling single steps would hide.
+    """
+    n = x.size
+    block = max(1, round(n ** (1 / 3)))
+    starts = rng.integers(0, n - block + 1, size=(resamples, -(-n // block)))
+    idx = (starts[:, :, None] + np.arange(block)).reshape(resamples, -1)[:, :n]
+    return x[idx]
+
+
+def step_factors(runs: Sequence[Sequence[float]], statistic: Statistic, resamples: int,
+                 rng: np.random.Generator) -> np.ndarray | None:
+    """Bootstrap of a side's figure relative to its value, from step noise only (runs kept as they are).
+
+    A run's figure is items / statistic(steps); each resample redraws the steps of every run, and the
+    side's factor is the geometric mean over its runs of statistic(steps) / statistic(resampled steps).
+    """
+    logs = []
+    for run in runs:
+        x = np.asarray(run, dtype=float)
+        x = x[np.isfinite(x) & (x > 0)]
+        if x.size < 2:
+            return None
+        logs.append(np.log(statistic(x, axis=-1) / statistic(_block_resample(x, resamples, rng), axis=-1)))
+    return np.exp(np.mean(logs, axis=0)) if logs else None
+
+
+def compare_steps(old: Sequence[Sequence[float]], new: Sequence[Sequence[float]], ratio: float, *,
+                  statistic: Statistic = np.mean, confidence: float = DEFAULT_CONFIDENCE,
+                  threshold: float = DEFAULT_THRESHOLD, resamples: int = DEFAULT_RESAMPLES,
+                  seed: int = 0) -> RatioResult:
+    """The ratio with a step-noise-only interval: the fallback when a side has fewer than MIN_RUNS runs.
+
+    The verdict stays "not enough runs": an interval without run-to-run variation is too narrow to
+    decide on (two runs of one stack differ by more than their steps suggest).
+    """
+    note = _few_runs_note(len(old), len(new))
+    rng = np.random.default_rng(seed)
+    fa, fb = step_factors(old, statistic, resamples, rng), step_factors(new, statistic, resamples, rng)
+    if fa is None or fb is None:
+        return RatioResult(ratio, None, None, NOT_ENOUGH, confidence, threshold, runs_old=len(old),
+                           runs_new=len(new), note=note)
     alpha = (1 - confidence) / 2
-    low, high = np.quantile(boot, [alpha, 1 - alpha])
-    return Estimate(value, float(low), float(high), n, len(clean))
+    low, high = (float(q) * ratio for q in np.quantile(fb / fa, [alpha, 1 - alpha]))
+    return RatioResult(ratio, low, high, NOT_ENOUGH, confidence, threshold, STEPS_ONLY, len(old), len(new),
+                       note=f"{note}; {STEP_NOTE}")
+
+
+def step_estimate(value: float, runs: Sequence[Sequence[float]], *, statistic: Statistic = np.mean,
+                  confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
+                  seed: int = 0) -> Estimate:
+    """A one-run figure with a step-noise-only interval (scope "steps")."""
+    samples = sum(len(r) for r in runs)
+    factors = step_factors(runs, statistic, resamples, np.random.default_rng(seed))
+    if factors is None:
+        return Estimate(value, float("nan"), float("nan"), samples, len(runs), STEPS_SCOPE)
+    alpha = (1 - confidence) / 2
+    low, high = (float(q) * value for q in np.quantile(factors, [alpha, 1 - alpha]))
+    return Estimate(value, low, high, samples, len(runs), STEPS_SCOPE)
+
+
+# -- generic entry: groups of samples (all-reduce latencies, times to accuracy) -------------------------
+
+def rate(samples: Sequence[float], items: float, statistic: Statistic = np.mean) -> float | None:
+    """items / statistic(samples): the figure of one run from its per-step (per-iteration) times."""
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    return float(items / statistic(x, axis=-1)) if x.size else None
 
 
 def compare(old: Sequence[Sequence[float]], old_items: float, new: Sequence[Sequence[float]], new_items: float, *,
             confidence: float = DEFAULT_CONFIDENCE, threshold: float = DEFAULT_THRESHOLD,
             resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> RatioResult:
-    """Throughput ratio new/old with a hierarchical-bootstrap interval and a verdict.
-
-    faster / slower when the whole interval lies beyond 1 and the ratio differs from 1 by more than
-    `threshold`; "no significant difference" otherwise; "not enough data" below MIN_SAMPLES per side.
-    """
-    a, b = _clean(old), _clean(new)
-    na, nb = sum(g.size for g in a), sum(g.size for g in b)
-    if na == 0 or nb == 0:
-        return RatioResult(None, None, None, NOT_ENOUGH, confidence, threshold)
-    ratio = (new_items / _pooled_mean(b)) / (old_items / _pooled_mean(a))
-    if na < MIN_SAMPLES or nb < MIN_SAMPLES:
-        return RatioResult(ratio, None, None, NOT_ENOUGH, confidence, threshold)
-    rng = np.random.default_rng(seed)
-    boot = (new_items / _boot_mean_times(b, resamples, rng)) / (old_items / _boot_mean_times(a, resamples, rng))
-    alpha = (1 - confidence) / 2
-    low, high = (float(x) for x in np.quantile(boot, [alpha, 1 - alpha]))
-    if low > 1 and ratio - 1 > threshold:
-        verdict = FASTER
-    elif high < 1 and 1 - ratio > threshold:
-        verdict = SLOWER
-    else:
-        verdict = SAME
-    return RatioResult(ratio, low, high, verdict, confidence, threshold)
-
-
-def geometric_mean(values: Sequence[float]) -> float | None:
-    """Geometric mean of positive values (the summary of several ratios); None if there are none."""
-    arr = np.asarray([v for v in values if v and v > 0], dtype=float)
-    if not arr.size:
-        return None
-    return float(np.exp(np.log(arr).mean()))
+    """new/old where each group holds one run's samples; a run's figure is items / mean of its samples."""
+    a = [g for g in old if rate(g, old_items) is not None]
+    b = [g for g in new if rate(g, new_items) is not None]
+    va, vb = [rate(g, old_items) for g in a], [rate(g, new_items) for g in b]
+    result = compare_runs(va, vb, confidence=confidence, threshold=threshold)
+    if result.method or result.ratio is None:
+        return result
+    return compare_steps(a, b, result.ratio, confidence=confidence, threshold=threshold, resamples=resamples,
+                         seed=seed)

@@ -17,11 +17,16 @@ from repro.results.record import RunRecord
 GBIT = 1e9 / 8  # bytes per second in one Gbit/s
 
 
-def scaling_report(records: Sequence[RunRecord], fmt: str = "table") -> str:
-    """The scaling table (workers, images/sec, per worker, speedup, efficiency) of these records."""
+def scaling_report(records: Sequence[RunRecord], fmt: str = "table", *, warmup: str = "fixed",
+                   baseline_workers: int | None = None) -> str:
+    """The scaling table (workers, images/sec, per worker, speedup, efficiency) of these records.
+
+    warmup: "fixed" or "auto" (repro.results.steady); baseline_workers: a named baseline point.
+    """
     from repro.results import metrics, report
 
-    return report.scaling_table(metrics.scaling(metrics.points(records)), fmt)
+    pts = metrics.points(records, warmup=warmup)
+    return report.scaling_table(metrics.scaling(pts, baseline_workers=baseline_workers), fmt)
 
 
 def link_gbps(record: RunRecord) -> float | None:

@@ -35,7 +35,7 @@ def test_compare_table_shows_ratio_verdict_and_what_changed(store):
     assert "benchmark.xla" in out and "false" in out and "true" in out, out  # the manifest diff
     for word in ("ratio", "images/sec"):
         assert word in out.lower(), out
-    verdicts = ("faster", "slower", "no significant difference", "not enough data")
+    verdicts = ("faster", "slower", "no significant difference", "not enough runs")
     assert any(v in out for v in verdicts)
 
 

@@ -103,7 +103,7 @@ def test_compare_two_imported_baselines_prints_ratios_and_efficiencies(capsys, s
     assert "What changed: network Calico → Host" in out
     rows = {line.split()[1]: line for line in out.splitlines() if line.startswith("resnet50")}
     assert set(rows) == {"1", "2", "4", "8"}
-    assert "1.17x" in rows["4"] and "not enough data" in rows["4"]  # 764 / 652
+    assert "1.17x" in rows["4"] and "not enough runs" in rows["4"]  # 764 / 652
     assert "74.1%" in rows["4"] and "86.8%" in rows["4"] and "+12.7 pt" in rows["4"]
     assert "1.14x" in rows["8"] and "70.5%" in rows["8"] and "80.0%" in rows["8"]
     assert "resnet50: 1.08x (geometric mean of 4 points" in out
