@@ -121,6 +121,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--dry-run", action="store_true", help="print every command on every host; run nothing")
     r.add_argument("--store", default=None, help="results directory (default: $REPRO_STORE or ./results)")
     r.add_argument("--plot", default=None, metavar="FILE", help="all-reduce: latency/bandwidth plot (.png or .svg)")
+    r.add_argument("--warmup", choices=("fixed", "auto"), default="fixed",
+                   help="steps the figures use: after the fixed warm-up count, or from the steady state each rank's "
+                   "step times reached (auto; detected and stored either way, see docs/statistics.md)")
+    r.add_argument("--baseline-workers", type=int, default=None, metavar="N",
+                   help="the point speedup and efficiency are relative to (default: the 1-worker point; without "
+                   "one they are not shown)")
     r.add_argument("--link-gbps", type=float, default=None,
                    help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
     p.set_defaults(handler=cmd_bench)
@@ -157,6 +163,8 @@ def options(args: argparse.Namespace):
         raise InputError(f"--timeout: expected a positive number of seconds, found {args.timeout:g}")
     if args.link_gbps is not None and (not math.isfinite(args.link_gbps) or args.link_gbps <= 0):
         raise InputError(f"--link-gbps: expected a positive number, found {args.link_gbps:g}")
+    if args.baseline_workers is not None and args.baseline_workers < 1:
+        raise InputError(f"--baseline-workers: expected a whole number >= 1, found {args.baseline_workers}")
     if args.plot and not args.plot.lower().endswith((".png", ".svg")):
         raise InputError(f"--plot {args.plot}: expected a .png or .svg file name")
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
@@ -205,7 +213,7 @@ def _report(records, store, args) -> None:
     print(f"\nstored {len(records)} run(s) in {store.root}")
     kind = kind_of(records[0].settings.workload)
     if kind == "throughput":
-        print(report.scaling_report(records))
+        print(report.scaling_report(records, warmup=args.warmup, baseline_workers=args.baseline_workers))
     elif kind == "allreduce":
         print(report.allreduce_report(records, link_gbps=args.link_gbps))
         if args.plot:

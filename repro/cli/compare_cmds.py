@@ -31,6 +31,16 @@ def filters_from(args: argparse.Namespace):
                          hosts=args.hosts)
 
 
+def add_window_options(p: argparse.ArgumentParser) -> None:
+    """--warmup fixed|auto and --baseline-workers N: which steps a figure uses, which point efficiency is against."""
+    p.add_argument("--warmup", choices=("fixed", "auto"), default="fixed",
+                   help="steps the figures use: after the workload's fixed warm-up count (default), or from the "
+                   "steady state detected in each rank's step times (docs/statistics.md)")
+    p.add_argument("--baseline-workers", type=int, default=None, metavar="N",
+                   help="the point speedup and efficiency are relative to (default: the 1-worker point; a series "
+                   "without one shows none)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare", help="compare two stacks' results: ratios, significance, scaling, what changed",
@@ -55,6 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="relative change below which a difference is not significant (default 0.02 = 2%%)")
     p.add_argument("--confidence", type=float, default=None, metavar="C",
                    help="confidence level of the intervals (default 0.95)")
+    add_window_options(p)
     p.add_argument("--allow-different-hardware", action="store_true",
                    help="compare runs on different GPUs, interconnects or host counts (the difference is shown)")
     p.add_argument("--fail-on-regression", action="store_true",
@@ -74,8 +85,10 @@ def options_from(args: argparse.Namespace):
         raise InputError(f"--threshold: expected a fraction in [0, 1), found {threshold}")
     if not 0.5 <= confidence < 1:
         raise InputError(f"--confidence: expected a level in [0.5, 1), found {confidence}")
-    return Options(threshold=threshold, confidence=confidence,
-                   allow_different_hardware=args.allow_different_hardware)
+    if args.baseline_workers is not None and args.baseline_workers < 1:
+        raise InputError(f"--baseline-workers: expected a whole number >= 1, found {args.baseline_workers}")
+    return Options(threshold=threshold, confidence=confidence, allow_different_hardware=args.allow_different_hardware,
+                   warmup=args.warmup, baseline_workers=args.baseline_workers)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from repro.cli.compare_cmds import SELECTORS_HELP, add_filter_options, filters_from
+from repro.cli.compare_cmds import SELECTORS_HELP, add_filter_options, add_window_options, filters_from
 
 
 def _store_option(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
@@ -43,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _store_option(sc, subcommand=True)
     add_filter_options(sc, subcommand=True)
     sc.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    add_window_options(sc)
     sc.set_defaults(handler=cmd_scaling)
 
     imp = sub.add_parser(
@@ -167,10 +168,11 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
     from repro.compare.select import records_of, select
-    from repro.errors import ResultsError
+    from repro.errors import InputError, ResultsError
     from repro.results import metrics
     from repro.results.report import scaling_table
     from repro.results.store import Store
+    from repro.workloads.catalog import kind_of
 
     store = Store(args.store)
     filters = filters_from(args)
@@ -178,10 +180,12 @@ def cmd_scaling(args: argparse.Namespace) -> int:
         records = records_of([select(s, store, filters) for s in args.selectors])
     else:
         records = [r for r in store.records() if filters.matches(r.settings)]
-    records = [r for r in records if r.settings.workload not in ("allreduce", "tta")]
+    records = [r for r in records if kind_of(r.settings.workload) == "throughput"]
     if not records:
         raise ResultsError(f"no throughput runs to tabulate in {store.root}")
-    rows = metrics.scaling(metrics.points(records))
+    if args.baseline_workers is not None and args.baseline_workers < 1:
+        raise InputError(f"--baseline-workers: expected a whole number >= 1, found {args.baseline_workers}")
+    rows = metrics.scaling(metrics.points(records, warmup=args.warmup), baseline_workers=args.baseline_workers)
     sys.stdout.write(scaling_table(rows, args.format))
     return 0
 

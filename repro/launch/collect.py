@@ -18,6 +18,7 @@ from repro.launch.placement import Placement
 from repro.launch.plan import LaunchPlan
 from repro.launch.runtimes import Outcome, RuntimeReport
 from repro.launch.workloads import WORKLOADS
+from repro.results.metrics import for_storage
 from repro.results.provenance import HostFacts
 from repro.results.record import (
     HostRef,
@@ -125,7 +126,7 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
         settings, mismatch = reported_settings(base["settings"], resolved)
         base["settings"] = settings
         failure = failure or mismatch
-    return RunRecord(
+    return for_storage(RunRecord(
         status="failed" if failure else "ok", failure=redact_text(failure) if failure else None, **base,
         ranks=_ranks(result, plan.placement) if result else [],
         command=redact_argv(plan.launch_argv), env=redact_env(plan.env),
@@ -135,4 +136,4 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
         metrics=dict(result.get("metrics", {})) if result else {},
         reported_images_per_sec=(result or {}).get("reported_images_per_sec"),
         duration_s=round(outcome.duration_s, 3), log_tail=redact_text(tail(outcome.stdout, outcome.stderr, LOG_LINES)),
-    )
+    ))

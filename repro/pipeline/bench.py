@@ -28,6 +28,7 @@ from repro.launch.schedulers import SCHEDULERS
 from repro.manifest import LoadedStack
 from repro.pipeline.gate import admit
 from repro.pipeline.stage import safe_call
+from repro.results import steady
 from repro.results.provenance import HostFacts, ImageLock
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.redact import redact_tree
@@ -262,6 +263,8 @@ class _Run:
             self.progress.message(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} "
                                   "(unreachable); the next run removes what is left there")
         self.progress.finished(n, total, label, _summary(rec))
+        for warning in steady.warnings(rec) if rec.status == "ok" else ():
+            self.progress.message(f"    warning: {warning}")
         if rec.status != "ok" and rec.log_tail:
             last = rec.log_tail.splitlines()[-FAILURE_LINES:]
             self.progress.message("    " + "\n    ".join(last))

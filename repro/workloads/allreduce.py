@@ -1,7 +1,7 @@
 """All-reduce sweep (MLBench task 0.a, reported the nccl-tests way): latency and bandwidth per size.
 
     mpirun -np 2 python -m repro.workloads.allreduce [--min-exp 0 --max-exp 8 --num 80 | --sizes 1,1024]
-        [--dtypes fp32,fp16] [--iterations 100] [--warmup 10]
+        [--dtypes fp32,fp16] [--iterations 100] [--warmup-iterations 10]
 
 Every size (in elements) is reduced along two paths, side by side in one run:
 
@@ -122,7 +122,7 @@ SPEC = WorkloadSpec(
                pattern=r"[0-9]+(,[0-9]+)*", pattern_help="comma-separated whole numbers"),
         Option("dtypes", str, "fp32,fp16", "comma-separated, from fp32, fp16", items=("fp32", "fp16")),
         Option("iterations", int, 100, "timed all-reduces per size and dtype", minimum=1),
-        Option("warmup", int, 10, "untimed all-reduces first", minimum=0),
+        Option("warmup_iterations", int, 10, "untimed all-reduces per size first", minimum=0),
         Option("cycle_time_ms", float, None, "Horovod's background cycle (HOROVOD_CYCLE_TIME, ms)", minimum=0,
                exclusive_minimum=True),
         Option("fusion_threshold", int, None, "Horovod's tensor fusion buffer (HOROVOD_FUSION_THRESHOLD, bytes)",
@@ -221,9 +221,10 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     for dtype in dtypes:
         for elements in sizes:
             entry: dict[str, Any] = {}
+            counts = (args.iterations, args.warmup_iterations)
             if comm is not None and dtype in RAW_DTYPES:
-                entry["raw"], entry["raw_wrong"] = time_raw(comm, dtype, elements, args.iterations, args.warmup)
-            entry["horovod"], entry["wrong"] = time_horovod(world, dtype, elements, args.iterations, args.warmup)
+                entry["raw"], entry["raw_wrong"] = time_raw(comm, dtype, elements, *counts)
+            entry["horovod"], entry["wrong"] = time_horovod(world, dtype, elements, *counts)
             per_rank[(dtype, elements)] = entry
             if world.rank == 0:
                 common.progress(f"allreduce {dtype} {elements} elements: "
@@ -248,7 +249,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         "num": None if args.sizes else args.num,
         "dtypes": dtypes,
         "iterations": args.iterations,
-        "warmup": args.warmup,
+        "warmup_iterations": args.warmup_iterations,
         "cycle_time_ms": args.cycle_time_ms,
         "fusion_threshold": args.fusion_threshold,
         "raw": bool(args.raw),

@@ -153,7 +153,7 @@ def test_allreduce_sweep_with_mpi_and_gloo_matches_a_plain_mpi_allreduce(store, 
     plot = tmp_path / "allreduce.png"
     proc = repro("bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--workload", "allreduce",
                  "--backends", "mpi,gloo", "--workers", "2", "--min-exp", "2", "--max-exp", "6.6", "--num", "10",
-                 "--iterations", "20", "--warmup", "3", "--dtypes", "fp32", "--link-gbps", "10",
+                 "--iterations", "20", "--warmup-iterations", "3", "--dtypes", "fp32", "--link-gbps", "10",
                  "--plot", str(plot), "--store", str(store))
     assert "busbw" in proc.stdout and plot.read_bytes()[:4] == b"\x89PNG"
     records = [r for r in Store(store).records() if r.settings.workload == "allreduce" and r.status == "ok"]

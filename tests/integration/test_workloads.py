@@ -197,7 +197,8 @@ def test_cnn_refuses_nchw_on_cpu_with_one_error_line() -> None:
 
 # --------------------------------------------------------------------------- all-reduce
 
-SWEEP = ["--max-exp", "5", "--num", "10", "--iterations", "10", "--warmup", "3", "--dtypes", "fp32,fp16", *THREADS]
+SWEEP = ["--max-exp", "5", "--num", "10", "--iterations", "10", "--warmup-iterations", "3", "--dtypes", "fp32,fp16",
+         *THREADS]
 SWEEP_SIZES = [1, 4, 13, 46, 167, 599, 2154, 7743, 27826, 100000]
 
 
@@ -251,7 +252,7 @@ def test_allreduce_bandwidth_at_largest_size_exceeds_smallest(fixture: str, requ
 
 
 def test_single_worker_allreduce_reports_zero_bus_bandwidth(tmp_path: pathlib.Path) -> None:
-    args = ["--sizes", "1,1000,100000", "--iterations", "5", "--warmup", "1", "--dtypes", "fp32", *THREADS]
+    args = ["--sizes", "1,1000,100000", "--iterations", "5", "--warmup-iterations", "1", "--dtypes", "fp32", *THREADS]
     run = run_workload(1, "allreduce", args, tmp_path)
     assert run.result is not None
     check_contract(run, "allreduce", 1)
@@ -296,7 +297,7 @@ def test_horovod_allreduce_latency_is_within_an_order_of_magnitude_of_plain_mpi(
     argv += [json.dumps(sizes), str(iterations), str(warmup)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
     mpi = {int(k): v for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
-    args = ["--sizes", ",".join(map(str, sizes)), "--iterations", str(iterations), "--warmup", str(warmup)]
+    args = ["--sizes", ",".join(map(str, sizes)), "--iterations", str(iterations), "--warmup-iterations", str(warmup)]
     run = run_workload(2, "allreduce", [*args, "--dtypes", "fp32", *THREADS], tmp_path)
     assert run.result is not None
     horovod = {r["elements"]: r["latency_median"] for r in run.result["metrics"]["results"]}
