@@ -1,6 +1,10 @@
 """The lock: what `repro up` verified inside a stack's image, kept in the store as every result's provenance.
 
-    locks/<stack-hash>.json = {format, stack, image, versions, horovod_build, pip_freeze, sshd, build, ...}
+    locks/<stack-hash>.json = {format, stack, image, versions, horovod_build, pip_freeze, sshd, build, recipe, ...}
+
+`image.base` says whether the base was an end-of-life nvidia/cuda image repro rebuilt, and from which
+recipe (name, key, the tag it replaces, pinned key fingerprints); `recipe` keeps the rendered
+Dockerfile (and the base's) the image was built from, for `repro archive`.
 
 Launch code reads it with `read_lock` (tag, image id) and `known_hosts` (the container sshd's host
 keys, for strict host-key checking between workers).
@@ -48,7 +52,10 @@ def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found
             "base_image_id": base_id,
             "context_files": {f.name: f.sha256 for f in plan.files},
             "build_args": dict(plan.build_args),
+            "base": base_entry(plan, base_id),
         },
+        "recipe": {"dockerfile": plan.dockerfile,
+                   "base_dockerfile": plan.base_recipe.render() if plan.base_recipe else None},
         "versions": verify.found_versions(found),
         "horovod_build": verify.horovod_flags(found),
         "pip_freeze": verify.pip_freeze(found),
@@ -59,6 +66,12 @@ def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found
                   "started": outcome.started, "finished": outcome.finished},
         "verified_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def base_entry(plan: BuildPlan, base_id: str | None) -> dict[str, Any]:
+    """How the image's base came to be: {rebuilt: false, image} or the rebuilt end-of-life base's recipe."""
+    entry = plan.base_recipe.lock_entry() if plan.base_recipe else {"rebuilt": False}
+    return {**entry, "image": plan.base_image, "id": base_id}
 
 
 def read_lock(store: Store, loaded: LoadedStack) -> dict[str, Any]:
