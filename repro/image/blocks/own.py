@@ -9,6 +9,7 @@ are checked (repro.image.blocks.safe) when a block is made, never quoted after t
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
 from hpccm.building_blocks.base import bb_base
 from hpccm.building_blocks.pip import pip
@@ -56,7 +57,7 @@ class Preamble(bb_base):
     image_hash: the stack's image hash, as label org.repro.image-hash. Default: empty.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.image_hash = safe.version(kwargs.get("image_hash", "unknown"), "image hash")
         self += label(metadata={"org.repro.image-hash": self.image_hash})
@@ -71,7 +72,7 @@ class Site(bb_base):
     TLS-intercepting proxy). Default: none. pip_index, extra_index: pip indexes. Default: PyPI.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.ca_bundle = kwargs.get("ca_bundle")
         self.pip_index = kwargs.get("pip_index")
@@ -96,7 +97,7 @@ class HeldPackages(bb_base):
     which the nvidia/cuda base image's own repositories already provide (see docs/design.md).
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.packages = {safe.apt_package(k, "package"): safe.version(v, f"{k} version")
                          for k, v in kwargs.get("packages", {}).items()}
@@ -118,7 +119,7 @@ class SignedAptRepository(bb_base):
     key file. fingerprint: the key's 40-hex-digit fingerprint. keyring: where the dearmored key goes.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.name = safe.file_name(kwargs["name"], "repository name")
         self.url = safe.url(kwargs["url"], f"{self.name} repository")
@@ -151,7 +152,7 @@ class MlnxOfedTarball(bb_base):
     tarball in the build context instead of a download.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.version = safe.version(kwargs.get("version", "4.7-3.2.9.0"), "ofed")
         self.oslabel = safe.version(kwargs.get("oslabel", "ubuntu18.04"), "ofed os label")
@@ -186,7 +187,7 @@ class PythonEnv(bb_base):
     setuptools and wheel pins. pythonpath: default /opt/repro (where the workloads are copied).
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.executable = safe.file_name(kwargs.get("executable", "python3"), "python executable")
         self.venv = kwargs.get("venv", "/opt/repro/venv")
@@ -214,7 +215,7 @@ class Horovod(bb_base):
     source-built TensorFlow). find_links: let pip look in the wheelhouse.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.version = safe.version(kwargs.get("version", "0.28.1"), "horovod.version")
         self.gpu = bool(kwargs.get("gpu", False))
@@ -267,7 +268,7 @@ class TfCnnBenchmarks(bb_base):
     branch, commit: default the cnn_tf_v1.14_compatible head. prefix: default /opt/tf_benchmarks.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.branch = safe.version(kwargs.get("branch", "cnn_tf_v1.14_compatible"), "tf_cnn_benchmarks branch")
         self.commit = safe.version(kwargs.get("commit", "aef6daa90a467a1fc7ce8395cd0067e5fda1ecff"),
@@ -292,7 +293,7 @@ class Sshd(bb_base):
     port: default 50000.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.port = safe.port(kwargs.get("port", 50000))
         config = (f"Port {self.port}", "PermitRootLogin prohibit-password", "PasswordAuthentication no",
@@ -316,7 +317,7 @@ class Workloads(bb_base):
     prefix: default /opt/repro (the package lands in prefix/repro).
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.prefix = safe.path(kwargs.get("prefix", "/opt/repro"), "workloads prefix")
         self += note("workloads: repro's benchmark programs, last because they change most often")
