@@ -52,6 +52,9 @@ class Distribution:
     mirror: str
     keyring: str | None = None  # checked Release signatures need it; None: debootstrap's default
     keyring_hint: str = ""
+    components: tuple[str, ...] = ("main",)
+    pockets: tuple[str, ...] = ()  # further suites in sources.list, e.g. "-updates", as the official image has
+    revision: int = 1  # bump when this distribution's tarball is made differently (caches are keyed by it)
 
 
 # Debian's own debootstrap (1.0.128 in bookworm) ships the scripts for Ubuntu releases too; the Ubuntu
@@ -65,7 +68,11 @@ DISTRIBUTIONS = (
                   "20.04": "focal", "focal": "focal", "22.04": "jammy", "jammy": "jammy"},
                  "http://archive.ubuntu.com/ubuntu", "/usr/share/keyrings/ubuntu-archive-keyring.gpg",
                  "apt-get install -t bookworm-backports ubuntu-keyring (Debian ships the Ubuntu archive keys in "
-                 "bookworm-backports, trixie and later); the Ubuntu mirror must be reachable (--mirror)"),
+                 "bookworm-backports, trixie and later); the Ubuntu mirror must be reachable (--mirror)",
+                 # the official ubuntu images enable all four components and the updates and security pockets
+                 # (NVIDIA's CUDA recipes install gnupg2 from universe)
+                 components=("main", "restricted", "universe", "multiverse"), pockets=("-updates", "-security"),
+                 revision=2),
 )
 SUITES = DISTRIBUTIONS[0].suites  # Debian's, as before
 _DEBOOTSTRAP_TIMEOUT_S = 1800
@@ -85,6 +92,9 @@ class BaseRecipe:
     arch: str = "amd64"
     distro: str = "debian"
     keyring: str | None = None
+    components: tuple[str, ...] = ("main",)
+    pockets: tuple[str, ...] = ()
+    revision: int = RECIPE_REVISION
 
     @property
     def ref(self) -> str:
@@ -92,13 +102,21 @@ class BaseRecipe:
 
     @property
     def tarball_name(self) -> str:
-        return f"{self.distro}-{self.suite}-{self.variant}-{self.arch}-r{RECIPE_REVISION}.tar"
+        return f"{self.distro}-{self.suite}-{self.variant}-{self.arch}-r{self.revision}.tar"
 
     def debootstrap_argv(self, rootfs: Path) -> list[str]:
         """The debootstrap command line that builds this recipe's root filesystem into `rootfs`."""
         keyring = [f"--keyring={self.keyring}"] if self.keyring else []
-        return ["debootstrap", f"--variant={self.variant}", f"--arch={self.arch}", *keyring, self.suite, str(rootfs),
-                self.mirror]
+        components = [f"--components={','.join(self.components)}"] if self.components != ("main",) else []
+        return ["debootstrap", f"--variant={self.variant}", f"--arch={self.arch}", *keyring, *components, self.suite,
+                str(rootfs), self.mirror]
+
+    def sources_list(self) -> str | None:
+        """/etc/apt/sources.list of the image when debootstrap's own (the release pocket only) is not it."""
+        if not self.pockets:
+            return None
+        components = " ".join(self.components)
+        return "".join(f"deb {self.mirror} {self.suite}{pocket} {components}\n" for pocket in ("", *self.pockets))
 
     def import_changes(self, tarball_sha256: str) -> list[str]:
         """Dockerfile instructions applied on import: the official image's CMD plus provenance labels."""
@@ -141,7 +159,8 @@ def recipe_for(ref: str, *, mirror: str | None = None) -> BaseRecipe:
             "load any other base image into the engine first (docker load)",
         )
     return BaseRecipe(repository=repository, tag=tag, suite=dist.suites[tag], mirror=mirror or dist.mirror,
-                      arch=_debian_arch(), distro=dist.name, keyring=dist.keyring)
+                      arch=_debian_arch(), distro=dist.name, keyring=dist.keyring, components=dist.components,
+                      pockets=dist.pockets, revision=dist.revision)
 
 
 def cache_dir() -> Path:
@@ -272,6 +291,9 @@ def _build_tarball(recipe: BaseRecipe, tarball: Path) -> None:
             tail = logfile.read_text(errors="replace").splitlines()[-15:]
             raise ImageError(f"debootstrap {recipe.suite} from {recipe.mirror} failed (exit {proc.returncode}):\n"
                              + "\n".join(tail), hint="is the mirror reachable? (--mirror selects another)")
+        sources = recipe.sources_list()
+        if sources:
+            (rootfs / "etc" / "apt" / "sources.list").write_text(sources)
         partial = tarball.with_name(tarball.name + ".partial")
         _pack(rootfs, partial)
         digest = _sha256(partial)

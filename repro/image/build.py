@@ -28,6 +28,7 @@ from repro.image.render import RenderOptions
 
 if TYPE_CHECKING:
     import docker
+
     from repro.hosts.inventory import Inventory
     from repro.image.ship import ShipResult
     from repro.manifest import LoadedStack
@@ -267,9 +268,15 @@ def _rebuild_base(client: docker.DockerClient, recipe: CudaBaseRecipe, progress:
     progress(f"rebuilding {recipe.replaces} (end of life) as {recipe.tag} from recipe {recipe.name}")
     dockerfile = recipe.render()
     what = f"the rebuilt base {recipe.tag} ({recipe.replaces})"
-    with _context_tar(dockerfile, ()) as context, open(os.devnull, "w") as log:
-        return _engine_build(client, tag=recipe.tag, what=what, context=context, build_args={},
-                             transcript=_Transcript(log, progress), log_path=None)
+    try:
+        with _context_tar(dockerfile, ()) as context, open(os.devnull, "w") as log:
+            return _engine_build(client, tag=recipe.tag, what=what, context=context, build_args={},
+                                 transcript=_Transcript(log, progress), log_path=None)
+    except ImageError as exc:
+        raise ImageError(exc.message, hint="the rebuilt base needs NVIDIA's apt repositories "
+                         "(developer.download.nvidia.com) with these package versions; where they cannot be reached, "
+                         f"load {recipe.tag} into the engine (docker load), or restore a `repro archive` of a stack "
+                         "built on it; `repro render STACK --base` prints the recipe") from None
 
 
 # -- building --------------------------------------------------------------------------------------

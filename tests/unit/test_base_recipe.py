@@ -24,7 +24,11 @@ def test_ubuntu_releases_come_from_the_ubuntu_archive_with_its_keyring_checked(t
     assert recipe.tarball_name.startswith("ubuntu-bionic-minbase-")
     argv = recipe.debootstrap_argv(tmp_path)
     assert "--keyring=/usr/share/keyrings/ubuntu-archive-keyring.gpg" in argv
+    assert "--components=main,restricted,universe,multiverse" in argv  # as the official image: gnupg2 is universe
     assert argv[-3:] == ["bionic", str(tmp_path), "http://archive.ubuntu.com/ubuntu"]
+    assert recipe.sources_list() == "".join(f"deb http://archive.ubuntu.com/ubuntu bionic{p} main restricted "
+                                            "universe multiverse\n" for p in ("", "-updates", "-security"))
+    assert base.recipe_for("debian:12").sources_list() is None  # debootstrap's own, as before
     assert base.recipe_for("ubuntu:16.04", mirror="http://mirror.site/ubuntu").mirror == "http://mirror.site/ubuntu"
 
 

@@ -191,3 +191,32 @@ def test_key_check_refuses_a_key_with_another_fingerprint(tmp_path, test_key):
     proc = _run_key_steps(tmp_path, key, CUDA_KEY_FPR)
     assert proc.returncode == 1
     assert f"is not {CUDA_KEY_FPR}" in proc.stderr and not (tmp_path / "test.list").exists()
+
+
+# -- the plan, the dry run and the lock ------------------------------------------------------------------
+
+
+def test_plan_builds_from_the_rebuilt_base_and_the_dry_run_shows_its_recipe(tmp_path):
+    from repro.image.build import BuildOptions, plan_build
+
+    plan = plan_build(load_stack(STACKS / "tf114-cuda10.yaml"), BuildOptions(wheelhouse=tmp_path))
+    assert plan.base_recipe == recipe() and plan.base_image == recipe().tag
+    text = plan.describe()
+    assert f"base image:  {recipe().tag}\n" in text
+    assert "nvidia/cuda:10.0-cudnn7-devel-ubuntu18.04 is end of life" in text
+    assert "Base recipe (Dockerfile):\n" in text and f"{CUDA_REPO}/3bf863cc.pub" in text
+    assert text.index("Base recipe (Dockerfile):") < text.index("\nDockerfile:\n")
+    current = plan_build(load_stack(STACKS / "tf215-cuda122.yaml"), BuildOptions(wheelhouse=tmp_path))
+    assert current.base_recipe is None and "Base recipe" not in current.describe()
+
+
+def test_lock_records_whether_the_base_was_rebuilt_and_from_which_recipe(tmp_path):
+    from repro.image.build import BuildOptions, plan_build
+    from repro.image.lock import base_entry
+
+    plan = plan_build(load_stack(STACKS / "tf114-cuda10.yaml"), BuildOptions(wheelhouse=tmp_path))
+    entry = base_entry(plan, "sha256:base")
+    assert entry["rebuilt"] is True and entry["recipe"] == "cuda-10.0-devel-ubuntu18.04"
+    assert entry["recipe_key"] == recipe().key and entry["image"] == recipe().tag and entry["id"] == "sha256:base"
+    cpu = plan_build(load_stack(STACKS / "cpu-tf215.yaml"), BuildOptions(wheelhouse=tmp_path))
+    assert base_entry(cpu, "sha256:deb") == {"rebuilt": False, "image": "debian:12", "id": "sha256:deb"}
