@@ -50,6 +50,8 @@ def base_image(stack: Stack, options: RenderOptions | None = None) -> str:
 def render(stack: Stack, options: RenderOptions | None = None, fmt: str = formats.DOCKER) -> str:
     """The stack's recipe in one format (formats.DOCKER or formats.APPTAINER)."""
     o = replace(options or RenderOptions(), base_image=base_image(stack, options))
+    if o.apptainer_bootstrap == "docker" and cuda_base.recipe_for_stack(stack) and not (options and options.base_image):
+        o = replace(o, apptainer_bootstrap="docker-daemon")  # a rebuilt base exists in the local engine only
     with formats.settings(fmt, formats.hpccm_distro(stack.os.distro, stack.os.version)):
         parts = building_blocks(stack, o)
         names = ", ".join(name for name, _ in parts)

@@ -74,7 +74,7 @@ def test_docker_and_apptainer_come_from_the_same_blocks():
     docker, apptainer = render_dockerfile(stack("tf114-cuda10")), render_apptainer(stack("tf114-cuda10"))
     names = docker.splitlines()[1]
     assert names.startswith("# Building blocks") and names in apptainer
-    assert "\nFROM " in docker and "BootStrap: docker\nFrom: " in apptainer
+    assert "\nFROM " in docker and "\nFrom: " in apptainer and "\nBootStrap: docker" in apptainer
     for block_comment in ("# OpenMPI version 4.0.0", "# Horovod 0.19.0, built from source", "# Mellanox OFED version"):
         assert block_comment in docker and block_comment in apptainer
 
@@ -144,6 +144,7 @@ def test_end_of_life_base_is_replaced_by_the_rebuilt_one():
     text = render_dockerfile(stack("tf114-cuda10"))
     assert recipe is not None and recipe.replaces == "nvidia/cuda:10.0-cudnn7-devel-ubuntu18.04"
     assert f"\nFROM {recipe.tag}\n" in text and "nvidia/cuda:" not in text
+    assert f"\nBootStrap: docker-daemon\nFrom: {recipe.tag}\n" in render_apptainer(stack("tf114-cuda10"))
     assert recipe.tag.startswith("repro/cuda-base:10.0-cudnn7-devel-ubuntu18.04-")
 
 
