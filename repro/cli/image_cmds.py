@@ -1,4 +1,4 @@
-"""Commands on stack images: up (build, verify, lock, ship), render, base-image."""
+"""Commands on stack images: up (build, verify, lock, ship), render, base-image, archive, restore."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _build_options(p: argparse.ArgumentParser) -> None:
                    help="prebuilt wheels (its tf<TF>-py<XY> subdirectory when present; default "
                    "~/.cache/repro/wheelhouse)")
     g.add_argument("--build-arg", metavar="K=V", action="append", type=_key_value, default=[],
-                   help="Docker build argument, e.g. OPENMPI_URL=http://mirror/openmpi-4.0.0.tar.bz2 (repeatable)")
+                   help="Docker build argument (repeatable)")
     g.add_argument("--ofed-url", metavar="URL", help="GPU stacks: URL of the MLNX_OFED tarball")
     g.add_argument("--ofed-mirror", metavar="URL",
                    help="GPU stacks: mirror of https://content.mellanox.com/ofed with the same layout")
@@ -50,22 +50,43 @@ def register(sub: argparse._SubParsersAction) -> None:
     _build_options(p)
     p.set_defaults(handler=cmd_up)
 
-    p = sub.add_parser("render", help="print a stack's Dockerfile (or Apptainer definition)",
-                       description="Render the stack's Dockerfile from the building blocks in docker/, as "
-                       "`repro up` would build it with these options.")
+    p = sub.add_parser("render", help="print a stack's Dockerfile (or Apptainer definition, or rebuilt base)",
+                       description="Render the stack's recipe from its building blocks (HPC Container Maker's and "
+                       "repro's own), as `repro up` would build it with these options.")
     p.add_argument("stack", metavar="STACK", help="stack manifest")
     p.add_argument("--apptainer", action="store_true", help="the Apptainer/Singularity definition instead")
+    p.add_argument("--base", action="store_true",
+                   help="the recipe repro rebuilds the stack's end-of-life nvidia/cuda base image from")
     _build_options(p)
     p.set_defaults(handler=cmd_render)
 
-    p = sub.add_parser("base-image", help="build a Debian base image from Debian's archive (no registry)",
-                       description="Make image REF (debian:12 by default) in the engine with debootstrap when it "
-                       "is absent (cached), then copy it into every further --docker-host.")
+    p = sub.add_parser("base-image", help="build a Debian or Ubuntu base image with debootstrap (no registry)",
+                       description="Make image REF (debian:12 by default; debian:11, ubuntu:16.04 to 22.04) in the "
+                       "engine with debootstrap when it is absent (cached), then copy it into every further "
+                       "--docker-host. Ubuntu needs Debian's ubuntu-keyring package and a reachable Ubuntu mirror.")
     p.add_argument("ref", nargs="?", default="debian:12", metavar="REF")
     p.add_argument("--docker-host", metavar="URL", action="append", default=[],
                    help="engine to hold the image (repeatable; default: DOCKER_HOST or the local engine)")
-    p.add_argument("--mirror", default="http://deb.debian.org/debian", help="Debian mirror for debootstrap")
+    p.add_argument("--mirror", default=None, help="archive for debootstrap (default: the distribution's own)")
     p.set_defaults(handler=cmd_base_image)
+
+    p = sub.add_parser("archive", help="write a stack's built image, lock, manifest and recipe into one file",
+                       description="Save the image `repro up` locked for STACK (docker save), its lock, the resolved "
+                       "manifest and the rendered recipe into one archive with a sha256 per member.")
+    p.add_argument("stack", metavar="STACK", help="stack manifest")
+    p.add_argument("-o", "--output", metavar="FILE", required=True, help="archive to write")
+    p.add_argument("--store", metavar="DIR", default=None, help="results store (default: $REPRO_STORE or ./results)")
+    p.add_argument("--docker-host", metavar="URL", default=None, help="Docker engine holding the image")
+    p.set_defaults(handler=cmd_archive)
+
+    p = sub.add_parser("restore", help="load an archive's image into an engine and its lock into a store",
+                       description="Check every member of FILE against its manifest, load the image, verify its id "
+                       "and contents against the lock, and put the lock and the stack manifest into the store: "
+                       "`repro bench` then runs from the image with no build and no network.")
+    p.add_argument("archive", metavar="FILE", help="archive written by `repro archive`")
+    p.add_argument("--store", metavar="DIR", default=None, help="results store (default: $REPRO_STORE or ./results)")
+    p.add_argument("--docker-host", metavar="URL", default=None, help="Docker engine to load the image into")
+    p.set_defaults(handler=cmd_restore)
 
 
 def _options(args: argparse.Namespace):
@@ -158,16 +179,57 @@ def _summary(result) -> None:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    from repro.errors import InputError
+    from repro.image import cuda_base
+    from repro.image.blocks.formats import APPTAINER, DOCKER
     from repro.image.build import plan_build
     from repro.image.render import render_apptainer
     from repro.manifest import load_stack
 
     loaded = load_stack(args.stack)
+    if args.base:
+        recipe = cuda_base.recipe_for_stack(loaded.stack)
+        if recipe is None:
+            base = loaded.stack.base_image or "its distribution image"
+            why = ("repro has no rebuild recipe for it (repro/manifest/cuda_bases.yaml)"
+                   if cuda_base.is_end_of_life(loaded.stack) else "it is not an end-of-life nvidia/cuda image")
+            raise InputError(f"stack {loaded.stack.name} builds FROM {base}, which repro does not rebuild: {why}")
+        sys.stdout.write(recipe.render(APPTAINER if args.apptainer else DOCKER))
+        return 0
     plan = plan_build(loaded, _options(args), check_inputs=False)
     from repro.results.redact import redact_text
 
     text = render_apptainer(loaded.stack, plan.options) if args.apptainer else plan.dockerfile
     sys.stdout.write(redact_text(text))  # a token in a pip index URL is never printed
+    return 0
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    from repro.image.archive import write_archive
+    from repro.manifest import load_stack
+    from repro.results.store import Store
+
+    loaded = load_stack(args.stack)
+    result = write_archive(loaded, Store(args.store), Path(args.output), docker_host=args.docker_host,
+                           progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(f"wrote {result.path} ({result.size / (1 << 20):.0f} MiB): stack {result.stack} ({result.stack_hash}), "
+          f"image {result.tag} {result.image_id}")
+    for name, member in result.members.items():
+        print(f"  {name:<18} {member['size']:>12}  sha256:{member['sha256']}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from repro.image.archive import restore
+    from repro.results.store import Store
+
+    result = restore(Path(args.archive), Store(args.store), docker_host=args.docker_host,
+                     progress=lambda line: print(line, file=sys.stderr, flush=True))
+    how = "loaded" if result.loaded else "already in the engine"
+    print(f"stack {result.stack} ({result.stack_hash}): image {result.tag} {result.image_id} {how}, verified "
+          "against its lock")
+    print(f"  lock {result.lock_path}")
+    print(f"  stack manifest {result.stack_path} (use it with `repro bench --stack`)")
     return 0
 
 

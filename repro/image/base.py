@@ -40,9 +40,41 @@ log = logging.getLogger(__name__)
 DEFAULT_REF = "debian:12"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 VARIANT = "minbase"
-# Image tag (version or code name) -> Debian suite debootstrap installs.
-SUITES = {"12": "bookworm", "bookworm": "bookworm", "11": "bullseye", "bullseye": "bullseye"}
-_DEBIAN_REPOSITORIES = ("debian", "library/debian", "docker.io/library/debian")
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A distribution debootstrap can install: its image repositories, releases, archive and keyring."""
+
+    name: str
+    repositories: tuple[str, ...]
+    suites: dict[str, str]  # image tag (version or code name) -> suite
+    mirror: str
+    keyring: str | None = None  # checked Release signatures need it; None: debootstrap's default
+    keyring_hint: str = ""
+    components: tuple[str, ...] = ("main",)
+    pockets: tuple[str, ...] = ()  # further suites in sources.list, e.g. "-updates", as the official image has
+    revision: int = 1  # bump when this distribution's tarball is made differently (caches are keyed by it)
+
+
+# Debian's own debootstrap (1.0.128 in bookworm) ships the scripts for Ubuntu releases too; the Ubuntu
+# archive keys come in Debian's `ubuntu-keyring` package (bookworm-backports, trixie and later).
+DISTRIBUTIONS = (
+    Distribution("debian", ("debian", "library/debian", "docker.io/library/debian"),
+                 {"12": "bookworm", "bookworm": "bookworm", "11": "bullseye", "bullseye": "bullseye"},
+                 DEFAULT_MIRROR),
+    Distribution("ubuntu", ("ubuntu", "library/ubuntu", "docker.io/library/ubuntu"),
+                 {"16.04": "xenial", "xenial": "xenial", "18.04": "bionic", "bionic": "bionic",
+                  "20.04": "focal", "focal": "focal", "22.04": "jammy", "jammy": "jammy"},
+                 "http://archive.ubuntu.com/ubuntu", "/usr/share/keyrings/ubuntu-archive-keyring.gpg",
+                 "apt-get install -t bookworm-backports ubuntu-keyring (Debian ships the Ubuntu archive keys in "
+                 "bookworm-backports, trixie and later); the Ubuntu mirror must be reachable (--mirror)",
+                 # the official ubuntu images enable all four components and the updates and security pockets
+                 # (NVIDIA's CUDA recipes install gnupg2 from universe)
+                 components=("main", "restricted", "universe", "multiverse"), pockets=("-updates", "-security"),
+                 revision=2),
+)
+SUITES = DISTRIBUTIONS[0].suites  # Debian's, as before
 _DEBOOTSTRAP_TIMEOUT_S = 1800
 RECIPE_REVISION = 1  # bump when the tarball's making changes, so caches built the old way are not reused
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # /proc/self/mountinfo writes " " as \040
@@ -50,7 +82,7 @@ _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # /proc/self/mountinfo writes " " a
 
 @dataclass(frozen=True)
 class BaseRecipe:
-    """How one base image is made: the Debian suite, debootstrap variant, mirror and architecture."""
+    """How one base image is made: the suite, debootstrap variant, mirror, keyring and architecture."""
 
     repository: str
     tag: str
@@ -58,6 +90,11 @@ class BaseRecipe:
     mirror: str = DEFAULT_MIRROR
     variant: str = VARIANT
     arch: str = "amd64"
+    distro: str = "debian"
+    keyring: str | None = None
+    components: tuple[str, ...] = ("main",)
+    pockets: tuple[str, ...] = ()
+    revision: int = RECIPE_REVISION
 
     @property
     def ref(self) -> str:
@@ -65,18 +102,21 @@ class BaseRecipe:
 
     @property
     def tarball_name(self) -> str:
-        return f"debian-{self.suite}-{self.variant}-{self.arch}-r{RECIPE_REVISION}.tar"
+        return f"{self.distro}-{self.suite}-{self.variant}-{self.arch}-r{self.revision}.tar"
 
     def debootstrap_argv(self, rootfs: Path) -> list[str]:
         """The debootstrap command line that builds this recipe's root filesystem into `rootfs`."""
-        return [
-            "debootstrap",
-            f"--variant={self.variant}",
-            f"--arch={self.arch}",
-            self.suite,
-            str(rootfs),
-            self.mirror,
-        ]
+        keyring = [f"--keyring={self.keyring}"] if self.keyring else []
+        components = [f"--components={','.join(self.components)}"] if self.components != ("main",) else []
+        return ["debootstrap", f"--variant={self.variant}", f"--arch={self.arch}", *keyring, *components, self.suite,
+                str(rootfs), self.mirror]
+
+    def sources_list(self) -> str | None:
+        """/etc/apt/sources.list of the image when debootstrap's own (the release pocket only) is not it."""
+        if not self.pockets:
+            return None
+        components = " ".join(self.components)
+        return "".join(f"deb {self.mirror} {self.suite}{pocket} {components}\n" for pocket in ("", *self.pockets))
 
     def import_changes(self, tarball_sha256: str) -> list[str]:
         """Dockerfile instructions applied on import: the official image's CMD plus provenance labels."""
@@ -97,17 +137,30 @@ def split_ref(ref: str) -> tuple[str, str]:
     return name, tag
 
 
-def recipe_for(ref: str, *, mirror: str = DEFAULT_MIRROR) -> BaseRecipe:
-    """The recipe that builds `ref`; only Debian releases debootstrap knows can be built."""
+def _distribution(ref: str) -> Distribution | None:
     repository, tag = split_ref(ref)
-    if repository not in _DEBIAN_REPOSITORIES or tag not in SUITES:
-        known = ", ".join(f"debian:{t}" for t in SUITES)
+    return next((d for d in DISTRIBUTIONS if repository in d.repositories and tag in d.suites), None)
+
+
+def buildable(ref: str) -> bool:
+    """Whether repro can make image `ref` with debootstrap (a Debian or Ubuntu release it knows)."""
+    return _distribution(ref) is not None
+
+
+def recipe_for(ref: str, *, mirror: str | None = None) -> BaseRecipe:
+    """The recipe that builds `ref`; only Debian and Ubuntu releases debootstrap knows can be built."""
+    repository, tag = split_ref(ref)
+    dist = _distribution(ref)
+    if dist is None:
+        known = ", ".join(f"{d.name}:{t}" for d in DISTRIBUTIONS for t in d.suites if "." in t or t.isdigit())
         raise ImageError(
             f"image {ref} is not in the engine and repro cannot build it",
-            hint=f"repro builds these base images from Debian's archive: {known}; "
+            hint=f"repro builds these base images with debootstrap: {known}; "
             "load any other base image into the engine first (docker load)",
         )
-    return BaseRecipe(repository=repository, tag=tag, suite=SUITES[tag], mirror=mirror, arch=_debian_arch())
+    return BaseRecipe(repository=repository, tag=tag, suite=dist.suites[tag], mirror=mirror or dist.mirror,
+                      arch=_debian_arch(), distro=dist.name, keyring=dist.keyring, components=dist.components,
+                      pockets=dist.pockets, revision=dist.revision)
 
 
 def cache_dir() -> Path:
@@ -133,7 +186,7 @@ def ensure_rootfs_tarball(recipe: BaseRecipe, cache: Path | None = None) -> tupl
     return tarball, True
 
 
-def ensure_base_image(ref: str = DEFAULT_REF, docker_host: str | None = None, *, mirror: str = DEFAULT_MIRROR) -> str:
+def ensure_base_image(ref: str = DEFAULT_REF, docker_host: str | None = None, *, mirror: str | None = None) -> str:
     """Return the id of image `ref` in the engine, importing it from a debootstrap tarball if absent."""
     client = engine(docker_host)
     try:
@@ -184,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("ref", nargs="?", default=DEFAULT_REF, help="image reference (default %(default)s)")
     parser.add_argument("--docker-host", action="append", default=[], metavar="URL",
                         help="engine to hold the image (repeatable; default: DOCKER_HOST or the local engine)")
-    parser.add_argument("--mirror", default=DEFAULT_MIRROR, help="Debian mirror for debootstrap")
+    parser.add_argument("--mirror", default=None, help="archive for debootstrap (default: the distribution's)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     hosts: list[str | None] = list(args.docker_host) or [None]
@@ -210,6 +263,10 @@ def _build_tarball(recipe: BaseRecipe, tarball: Path) -> None:
         if shutil.which(tool) is None:
             raise BackendUnavailable(f"{tool} is not installed; it is needed to build {recipe.ref}",
                                      hint=f"apt-get install -y {tool}")
+    if recipe.keyring and not Path(recipe.keyring).is_file():
+        dist = next(d for d in DISTRIBUTIONS if d.name == recipe.distro)
+        raise BackendUnavailable(f"{recipe.keyring} is missing; debootstrap needs it to check {recipe.ref}'s archive",
+                                 hint=dist.keyring_hint)
     if os.geteuid() != 0:
         raise ImageError(f"building {recipe.ref} with debootstrap needs root", hint="run as root once; "
                          f"the result is cached in {tarball.parent}")
@@ -234,6 +291,9 @@ def _build_tarball(recipe: BaseRecipe, tarball: Path) -> None:
             tail = logfile.read_text(errors="replace").splitlines()[-15:]
             raise ImageError(f"debootstrap {recipe.suite} from {recipe.mirror} failed (exit {proc.returncode}):\n"
                              + "\n".join(tail), hint="is the mirror reachable? (--mirror selects another)")
+        sources = recipe.sources_list()
+        if sources:
+            (rootfs / "etc" / "apt" / "sources.list").write_text(sources)
         partial = tarball.with_name(tarball.name + ".partial")
         _pack(rootfs, partial)
         digest = _sha256(partial)

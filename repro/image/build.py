@@ -21,13 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repro.errors import BackendUnavailable, ImageError, InputError
-from repro.image import render
+from repro.image import cuda_base, render
+from repro.image.cuda_base import CudaBaseRecipe
 from repro.image.engine import image_id
 from repro.image.render import RenderOptions
 from repro.results.redact import redact_argv, redact_text
 
 if TYPE_CHECKING:
     import docker
+
     from repro.manifest import LoadedStack
 
 Progress = Callable[[str], None]
@@ -61,7 +63,6 @@ class BuildOptions:
     ofed_mirror: str | None = None
     ofed_tarball: Path | None = None
     docker_host: str | None = None
-    templates: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class BuildPlan:
     build_args: tuple[tuple[str, str], ...]
     key: str
     options: RenderOptions = field(default_factory=RenderOptions)
+    base_recipe: CudaBaseRecipe | None = None  # the end-of-life base repro rebuilds, when it does
 
     @property
     def tag(self) -> str:
@@ -103,10 +105,15 @@ class BuildPlan:
     def describe(self) -> str:
         """The dry-run text: tag, base image, build args, context files, Dockerfile."""
         lines = [f"stack:       {self.stack} (hash {self.stack_hash}, image hash {self.image_hash})",
-                 f"image tag:   {self.tag}", f"base image:  {self.base_image}",
-                 f"context:     {len(self.files) + 1} files, {_size(self.context_size)}"]
+                 f"image tag:   {self.tag}", f"base image:  {self.base_image}"]
+        if self.base_recipe is not None:
+            lines += [f"             (rebuilt when the engine lacks it; {self.base_recipe.replaces} is end of life)"]
+        lines += [f"context:     {len(self.files) + 1} files, {_size(self.context_size)}"]
         lines += [f"  {f.name:<60} {_size(f.size):>10}  sha256:{f.sha256[:12]}" for f in self.files]
         lines += [f"build arg:   {arg}" for arg in redact_argv([f"{k}={v}" for k, v in self.build_args])]
+        if self.base_recipe is not None:
+            lines += ["", self.base_recipe.describe(), "", "Base recipe (Dockerfile):",
+                      redact_text(self.base_recipe.render().rstrip("\n"))]
         lines += ["", "Dockerfile:", redact_text(self.dockerfile.rstrip("\n"))]
         return "\n".join(lines)
 
@@ -211,49 +218,74 @@ def plan_build(loaded: LoadedStack, options: BuildOptions | None = None, *, chec
     ropts = RenderOptions(ca_bundle=bool(o.ca_bundle), pip_index=o.pip_index, extra_index=o.extra_index,
                           wheels=names, ofed_mirror=o.ofed_mirror, ofed_url=o.ofed_url,
                           ofed_tarball="mofed.tgz" if o.ofed_tarball else None)
-    dockerfile = render.render_dockerfile(stack, ropts, templates=o.templates)
+    dockerfile = render.render_dockerfile(stack, ropts)
     build_args = tuple(sorted(o.build_args))
     key = render.image_key(loaded.image_hash, dockerfile, {f.name: f.sha256 for f in files}, dict(build_args))
     return BuildPlan(stack=stack.name, stack_hash=loaded.hash, image_hash=loaded.image_hash,
-                     base_image=stack.base_image or "", dockerfile=dockerfile, files=tuple(files),
-                     build_args=build_args, key=key, options=ropts)
+                     base_image=render.base_image(stack, ropts), dockerfile=dockerfile, files=tuple(files),
+                     build_args=build_args, key=key, options=ropts, base_recipe=cuda_base.recipe_for_stack(stack))
 
 
 # -- the engine ------------------------------------------------------------------------------------
 
 
-def require_base(client: docker.DockerClient, base: str, progress: Progress) -> str:
-    """The base image's id, pulling it if the engine lacks it; ImageError saying how to provide it."""
+def require_base(client: docker.DockerClient, base: str, progress: Progress,
+                 recipe: CudaBaseRecipe | None = None) -> str:
+    """The base image's id: found in the engine, rebuilt from `recipe` (an end-of-life nvidia/cuda base),
+    or pulled; ImageError saying how to provide it."""
     found = image_id(client, base)
     if found:
         return found
+    if recipe is not None:
+        return _rebuild_base(client, recipe, progress)
     progress(f"base image {base} is not in the engine; trying to pull it")
     try:
         client.images.pull(base)
     except Exception as exc:  # ImageNotFound, APIError (no route to the registry), ...
-        if base.startswith(("debian:", "library/debian:", "docker.io/library/debian:")):
-            hint = f"build it from Debian's archive (no registry needed): repro base-image {base}"
-        elif base.startswith("nvidia/cuda:"):
-            hint = ("end-of-life nvidia/cuda tags are deleted from Docker Hub: pull it from a local registry or "
-                    f"mirror and tag it (`docker pull MIRROR/{base} && docker tag MIRROR/{base} {base}`), or "
-                    "`docker load` a saved copy, or build it from NVIDIA's published Dockerfiles")
-        else:
-            hint = "load it into the engine first (docker load, or docker pull from a registry you can reach)"
         first = str(exc).splitlines()[0][:300]
         raise ImageError(f"base image {base} is not in the Docker engine and cannot be pulled ({first})",
-                         hint=hint) from None
+                         hint=_base_hint(base)) from None
     return image_id(client, base) or ""
+
+
+def _base_hint(base: str) -> str:
+    from repro.image.base import buildable
+
+    if buildable(base):
+        return f"build it from the distribution's archive (no registry needed): repro base-image {base}"
+    if base.startswith("nvidia/cuda:"):
+        return ("end-of-life nvidia/cuda tags are deleted from Docker Hub, and repro has no rebuild recipe for "
+                "this one (repro/manifest/cuda_bases.yaml): pull it from a local registry or mirror and tag it, or "
+                "`docker load` a saved copy (or a `repro archive` of a stack built on it)")
+    return "load it into the engine first (docker load, or docker pull from a registry you can reach)"
+
+
+def _rebuild_base(client: docker.DockerClient, recipe: CudaBaseRecipe, progress: Progress) -> str:
+    """Build an end-of-life CUDA base from repro's recipe (needs NVIDIA's apt repositories)."""
+    require_base(client, recipe.os_image, progress)
+    progress(f"rebuilding {recipe.replaces} (end of life) as {recipe.tag} from recipe {recipe.name}")
+    dockerfile = recipe.render()
+    what = f"the rebuilt base {recipe.tag} ({recipe.replaces})"
+    try:
+        with _context_tar(dockerfile, ()) as context, open(os.devnull, "w") as log:
+            return _engine_build(client, tag=recipe.tag, what=what, context=context, build_args={},
+                                 transcript=_Transcript(log, progress), log_path=None)
+    except ImageError as exc:
+        raise ImageError(exc.message, hint="the rebuilt base needs NVIDIA's apt repositories "
+                         "(developer.download.nvidia.com) with these package versions; where they cannot be reached, "
+                         f"load {recipe.tag} into the engine (docker load), or restore a `repro archive` of a stack "
+                         "built on it; `repro render STACK --base` prints the recipe") from None
 
 
 # -- building --------------------------------------------------------------------------------------
 
 
-def _context_tar(plan: BuildPlan) -> tempfile.SpooledTemporaryFile:
-    """The build context as a tar stream: the Dockerfile and exactly the plan's files, as planned."""
-    out = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - returned open, closed by build()
+def _context_tar(dockerfile: str, files: tuple[ContextFile, ...]) -> tempfile.SpooledTemporaryFile:
+    """A build context as a tar stream: the Dockerfile and exactly the planned files, as planned."""
+    out = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - returned open, closed by the caller
     with tarfile.open(fileobj=out, mode="w") as tar:
-        for name, data in [("Dockerfile", plan.dockerfile.encode()), *((f.name, f.read()) for f in plan.files)]:
-            planned = next((f for f in plan.files if f.name == name), None)
+        for name, data in [("Dockerfile", dockerfile.encode()), *((f.name, f.read()) for f in files)]:
+            planned = next((f for f in files if f.name == name), None)
             if planned is not None and hashlib.sha256(data).hexdigest() != planned.sha256:
                 raise ImageError(f"{planned.path or name} changed after the build was planned; run it again")
             info = tarfile.TarInfo(name)
@@ -304,16 +336,42 @@ class _Transcript:
         return None
 
 
-def _failure(plan: BuildPlan, t: _Transcript, message: str, log_path: Path | None) -> ImageError:
+def _failure(what: str, t: _Transcript, message: str, log_path: Path | None) -> ImageError:
+    """The error of a failed build of `what`: the failed step and the end of its output."""
     output = "\n".join(t.step_output[-TAIL_LINES:])
     where = f"\nsee the whole log: {log_path}" if log_path else ""
     if _NO_SPACE.search(message) or _NO_SPACE.search(output):
-        return ImageError(f"building {plan.tag} for stack {plan.stack} ran out of disk space (no space left on "
+        return ImageError(f"building {what} ran out of disk space (no space left on "
                           f"device) in: {t.step or 'the build'}{where}",
                           hint="free space where Docker keeps images (`docker system df`, `docker image prune`, "
                           "`docker builder prune`) or move Docker's data-root to a larger disk, then run it again")
-    return ImageError(f"building {plan.tag} for stack {plan.stack} failed at {t.step or 'the start'}\n"
+    return ImageError(f"building {what} failed at {t.step or 'the start'}\n"
                       f"{message.strip()}\n--- last lines of that step ---\n{output}{where}")
+
+
+def _engine_build(client: docker.DockerClient, *, tag: str, what: str, context, build_args: dict[str, str],
+                  transcript: _Transcript, log_path: Path | None) -> str:
+    """Run one build in the engine (host network, no pull) and return the image id of `tag`."""
+    import docker
+
+    t = transcript
+    error = None
+    try:
+        stream = client.api.build(fileobj=context, custom_context=True, tag=tag, decode=True, rm=True,
+                                  forcerm=True, pull=False, network_mode="host", buildargs=build_args or None)
+        for chunk in stream:
+            error = t.feed(chunk) or error
+    except docker.errors.APIError as exc:
+        error = str(exc.explanation or exc)
+        t.line(f"ERROR: {error}")
+    except Exception as exc:  # the engine went away mid-build
+        raise BackendUnavailable(f"the Docker engine stopped answering while building {tag}: {exc}") from None
+    if error:
+        raise _failure(what, t, error, log_path)
+    found = image_id(client, tag)
+    if not found:
+        raise _failure(what, t, "the build ended without an image", log_path)
+    return found
 
 
 def build(plan: BuildPlan, *, client: docker.DockerClient, log_path: Path | None = None,
@@ -323,34 +381,16 @@ def build(plan: BuildPlan, *, client: docker.DockerClient, log_path: Path | None
     existing = image_id(client, plan.tag)
     if existing:
         return BuildOutcome(plan.tag, existing, False, time.monotonic() - t0, None, started, _now())
-    require_base(client, plan.base_image, progress)
-    import docker
-
-    context = _context_tar(plan)
+    require_base(client, plan.base_image, progress, plan.base_recipe)
     log = log_path.open("w", encoding="utf-8") if log_path else open(os.devnull, "w")  # noqa: SIM115
     try:
-        t = _Transcript(log, progress)
-        t.line(f"# repro build of {plan.tag} (stack {plan.stack}, image hash {plan.image_hash}) at {started}")
-        error = None
-        try:
-            stream = client.api.build(fileobj=context, custom_context=True, tag=plan.tag, decode=True, rm=True,
-                                      forcerm=True, pull=False, network_mode="host",
-                                      buildargs=dict(plan.build_args) or None)
-            for chunk in stream:
-                error = t.feed(chunk) or error
-        except docker.errors.APIError as exc:
-            error = str(exc.explanation or exc)
-            t.line(f"ERROR: {error}")
-        except Exception as exc:  # the engine went away mid-build
-            raise BackendUnavailable(f"the Docker engine stopped answering while building {plan.tag}: {exc}") from None
-        if error:
-            raise _failure(plan, t, error, log_path)
-        found = image_id(client, plan.tag)
-        if not found:
-            raise _failure(plan, t, "the build ended without an image", log_path)
-        t.line(f"# built {found} in {time.monotonic() - t0:.0f} s")
+        with _context_tar(plan.dockerfile, plan.files) as context:
+            t = _Transcript(log, progress)
+            t.line(f"# repro build of {plan.tag} (stack {plan.stack}, image hash {plan.image_hash}) at {started}")
+            found = _engine_build(client, tag=plan.tag, what=f"{plan.tag} for stack {plan.stack}", context=context,
+                                  build_args=dict(plan.build_args), transcript=t, log_path=log_path)
+            t.line(f"# built {found} in {time.monotonic() - t0:.0f} s")
     finally:
         log.close()
-        context.close()
     return BuildOutcome(plan.tag, found, True, time.monotonic() - t0, str(log_path) if log_path else None,
                         started, _now())

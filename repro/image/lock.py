@@ -1,6 +1,11 @@
 """The lock: what `repro up` verified inside a stack's image, kept in the store as every result's provenance.
 
-    locks/<stack-hash>.json = ImageLock {format, stack, image, versions, horovod_build, pip_freeze, sshd, build, ...}
+    locks/<stack-hash>.json = ImageLock {format, stack, image, versions, horovod_build, pip_freeze, sshd, build,
+                                         recipe, ...}
+
+`image.base` says whether the base was an end-of-life nvidia/cuda image repro rebuilt, and from which
+recipe (name, key, the tag it replaces, pinned key fingerprints); `recipe` keeps the rendered
+Dockerfile (and the base's) the image was built from, for `repro archive`.
 
 The model is repro.results.provenance.ImageLock (records carry it); this module makes one from a verified
 build and reads a stack's lock back (`read_lock`).
@@ -14,11 +19,21 @@ from typing import TYPE_CHECKING, Any
 from repro import __version__
 from repro.errors import ImageError
 from repro.image import verify
-from repro.results.provenance import LOCK_FORMAT, ImageLock, LockBuild, LockImage, LockSshd, LockStack
+from repro.results.provenance import (
+    LOCK_FORMAT,
+    BaseRecipe,
+    ImageLock,
+    LockBuild,
+    LockImage,
+    LockRecipe,
+    LockSshd,
+    LockStack,
+)
 from repro.results.redact import redact_tree
 
 if TYPE_CHECKING:
     import docker
+
     from repro.image.build import BuildOutcome, BuildPlan
     from repro.manifest import LoadedStack
     from repro.results.store import Store
@@ -42,7 +57,9 @@ def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found
             tag=plan.tag, key=plan.key, id=outcome.image_id, repo_digests=list(image.attrs.get("RepoDigests") or []),
             size=image.attrs.get("Size"), created=image.attrs.get("Created"), base_image=plan.base_image,
             base_image_id=base_id, context_files={f.name: f.sha256 for f in plan.files},
-            build_args=dict(plan.build_args)),
+            build_args=dict(plan.build_args), base=BaseRecipe.model_validate(base_entry(plan, base_id))),
+        recipe=LockRecipe(dockerfile=plan.dockerfile,
+                          base_dockerfile=plan.base_recipe.render() if plan.base_recipe else None),
         versions=verify.found_versions(found),
         horovod_build=verify.horovod_flags(found),
         pip_freeze=verify.pip_freeze(found),
@@ -55,6 +72,12 @@ def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found
     )
     # the image's environment, pip freeze (`pkg @ https://user:token@...`) and build args can hold secrets
     return ImageLock.model_validate(redact_tree(lock.model_dump(mode="json")))
+
+
+def base_entry(plan: BuildPlan, base_id: str | None) -> dict[str, Any]:
+    """How the image's base came to be: {rebuilt: false, image} or the rebuilt end-of-life base's recipe."""
+    entry = plan.base_recipe.lock_entry() if plan.base_recipe else {"rebuilt": False}
+    return {**entry, "image": plan.base_image, "id": base_id}
 
 
 def read_lock(store: Store, loaded: LoadedStack) -> ImageLock:

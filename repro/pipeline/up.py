@@ -48,7 +48,7 @@ def up(loaded: LoadedStack, *, store: Store, options: BuildOptions | None = None
     try:
         log_path = None
         if not image_id(client, plan.tag):
-            require_base(client, plan.base_image, progress)  # before anything is written to the store
+            require_base(client, plan.base_image, progress, plan.base_recipe)  # before anything is written
             stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
             log_path = store.logs_dir() / f"build-{plan.stack}-{plan.key}-{stamp}.log"
             progress(f"building {plan.tag} for stack {plan.stack} (log: {log_path})")

@@ -173,12 +173,21 @@ class LockStack(_Open):
 
 
 class BaseRecipe(_Open):
-    """How the base image was obtained when repro rebuilt it (end-of-life bases)."""
+    """How the image's base came to be: the engine's (rebuilt false), or an end-of-life nvidia/cuda base repro
+    rebuilt from a recipe (rebuilt true: recipe, recipe_key, the tag it replaces, pinned keys, ... kept as written)."""
 
     rebuilt: bool = False
-    recipe: str | None = None  # which recipe (e.g. 'nvidia-cuda-eol:10.0-cudnn7-devel-ubuntu18.04')
-    tag: str | None = None
+    image: str | None = None
     id: str | None = None
+    recipe: str | None = None
+    tag: str | None = None
+
+
+class LockRecipe(_Open):
+    """What the image was built from: the rendered Dockerfile, and the rebuilt base's, for `repro archive`."""
+
+    dockerfile: str | None = None
+    base_dockerfile: str | None = None
 
 
 class LockImage(_Open):
@@ -222,6 +231,7 @@ class ImageLock(_Open):
     sshd: LockSshd
     environment: dict[str, Any] = Field(default_factory=dict)
     build: LockBuild = Field(default_factory=LockBuild)
+    recipe: LockRecipe | None = None
     verified_at: str | None = None
 
     @property

@@ -1,4 +1,5 @@
-"""`repro up` for real: build stacks/cpu-tf215.yaml on the debootstrapped Debian base, verify, lock, ship.
+"""`repro up` for real: build stacks/cpu-tf215.yaml on the debootstrapped Debian base, verify, lock, ship;
+then archive the image and restore it into a second, empty engine, where `repro bench` runs from it.
 
 The image is built once per session (minutes the first time on a machine, seconds afterwards: Docker's
 layer cache and the wheelhouse's Horovod wheel) and reused by every test here. GPU stacks cannot be
@@ -9,7 +10,10 @@ it apart from another session's cluster.
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
+import tarfile
 import time
 from pathlib import Path
 
@@ -22,6 +26,7 @@ from repro.image.engine import engine, image_id
 from repro.manifest import load_stack
 from repro.pipeline.up import up
 from repro.results.store import Store
+from tests.integration.cli import run_repro
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
@@ -161,7 +166,7 @@ def test_missing_base_image_says_how_to_provide_it(docker_client, tmp_path, caps
     code, _, err = cli(capsys, "up", str(path), "--store", str(tmp_path / "s"), "--quiet")
     assert code == 1
     assert "base image debian:repro-absent-tag is not in the Docker engine and cannot be pulled" in err
-    assert "repro base-image debian:repro-absent-tag" in err
+    assert "load it into the engine first" in err  # no Debian release repro's debootstrap knows
     assert not (tmp_path / "s").exists()
 
 
@@ -169,7 +174,7 @@ def test_failed_build_step_shows_the_step_and_its_output(debian_base, store, tmp
     path = variant(tmp_path, "cpu-bad-apt", "packages: {apt: [repro-no-such-package]}\n")
     code, _, err = cli(capsys, "up", str(path), "--store", str(store.root), "--quiet")
     assert code == 1
-    assert "failed at Step 6/" in err and "apt-get install" in err
+    assert re.search(r"failed at Step \d+/\d+ : RUN apt-get update -y && .*apt-get install", err), err
     assert "Unable to locate package repro-no-such-package" in err
     assert store.lock(load_stack(path).hash) is None
 
@@ -230,3 +235,96 @@ def test_unreachable_host_fails_by_name_and_others_complete(built, store, cluste
     for host in cluster.hosts:
         assert f"{host.name}: already there" in out or f"{host.name}: shipped" in out
         assert _host_image(host.docker_host, tag) == want
+
+
+# -- archive and restore ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def empty_engine():
+    """A one-host test cluster whose Docker engine starts EMPTY (no base image), torn down afterwards."""
+    from tests.cluster.fixtures import ClusterCommandError, _skip_or_fail, cluster_down, cluster_up, unavailable_reason
+
+    reason = unavailable_reason(docker=True)
+    if reason:
+        _skip_or_fail(reason)
+    name = (os.environ.get("REPRO_CLUSTER_NAME") or "rc")[:6] + "ar"
+    previous = os.environ.get("REPRO_CLUSTER_BASE_IMAGE")
+    os.environ["REPRO_CLUSTER_BASE_IMAGE"] = ""  # cluster.sh: load no base image into the engine
+    try:
+        try:
+            up, _ = cluster_up(name, 1, docker=True)
+        except ClusterCommandError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        finally:
+            if previous is None:
+                os.environ.pop("REPRO_CLUSTER_BASE_IMAGE")
+            else:
+                os.environ["REPRO_CLUSTER_BASE_IMAGE"] = previous
+        yield up
+    finally:
+        cluster_down(name)
+
+
+@pytest.fixture(scope="module")
+def archived(built, store, tmp_path_factory) -> Path:
+    """An archive of the CPU stack's locked image, written by `repro archive`."""
+    path = tmp_path_factory.mktemp("archive") / "cpu-tf215.repro.tar"
+    run_repro("archive", str(CPU), "-o", str(path), "--store", str(store.root))
+    return path
+
+
+def _engine_images(docker_host: str) -> list[str]:
+    out = subprocess.run(["docker", "-H", docker_host, "images", "-a", "-q", "--no-trunc"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    return sorted(set(out.split()))
+
+
+@pytest.mark.cluster
+def test_archive_restores_into_an_empty_engine_and_bench_runs_without_a_build(archived, store, empty_engine,
+                                                                              tmp_path):
+    host = empty_engine.hosts[0]
+    assert _engine_images(host.docker_host) == []
+    lock = store.lock(load_stack(CPU).hash)
+    restored = tmp_path / "restored-store"
+    out = run_repro("restore", str(archived), "--docker-host", host.docker_host, "--store", str(restored)).stdout
+    assert "loaded, verified against its lock" in out
+    assert _engine_images(host.docker_host) == [lock.image.id]  # the image, and nothing else
+    assert Store(restored).lock(lock.stack.hash) == lock
+    stack_file = restored / "stacks" / f"cpu-tf215-{lock.stack.hash}.yaml"
+    assert load_stack(stack_file).hash == lock.stack.hash
+    # bench from the restored image: no `repro up`, no build, the engine holds only what was restored
+    run_repro("bench", "--stack", str(stack_file), "--hosts", str(empty_engine.inventory), "--runtime", "docker",
+              "--workers", "1", "--warmup-steps", "1", "--steps", "3", "--batch-size", "8", "--store", str(restored))
+    (record,) = Store(restored).records()
+    assert record.status == "ok" and record.runtime == "docker" and record.image.image.id == lock.image.id
+    assert _engine_images(host.docker_host) == [lock.image.id]
+    # and `repro up` against that engine finds the image: nothing is built, the lock stands
+    again = up(load_stack(CPU), store=Store(restored), options=BuildOptions(ca_bundle=default_ca_bundle(),
+                                                                           docker_host=host.docker_host))
+    assert not again.outcome.built and not again.verified and again.outcome.image_id == lock.image.id
+    # restoring again loads nothing
+    assert "already in the engine" in run_repro("restore", str(archived), "--docker-host", host.docker_host,
+                                                "--store", str(restored)).stdout
+
+
+@pytest.mark.parametrize("member", ["lock.json", "image.tar"])
+def test_tampered_archive_is_refused_and_nothing_is_loaded(archived, member, tmp_path):
+    with tarfile.open(archived) as tar:
+        info = tar.getmember(member)
+    at = info.offset_data + info.size // 2
+    with archived.open("r+b") as fh:  # flip one byte in place (an archive copy would be 2 GB), then put it back
+        fh.seek(at)
+        original = fh.read(1)
+        fh.seek(at)
+        fh.write(bytes([original[0] ^ 0x20]))
+    try:
+        proc = run_repro("restore", str(archived), "--docker-host", f"unix://{tmp_path}/no-engine.sock", "--store",
+                         str(tmp_path / "store"), check=False)
+    finally:
+        with archived.open("r+b") as fh:
+            fh.seek(at)
+            fh.write(original)
+    assert proc.returncode == 2, proc.stderr
+    assert f"is damaged or was changed: member {member} has sha256" in proc.stderr
+    assert "nothing was restored" in proc.stderr and not (tmp_path / "store").exists()

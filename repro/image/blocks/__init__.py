@@ -1,0 +1,1 @@
+"""Building blocks of stack images: hpccm's where it has them, repro's own (own.py) where not."""
