@@ -191,7 +191,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         recipe = cuda_base.recipe_for_stack(loaded.stack)
         if recipe is None:
             base = loaded.stack.base_image or "its distribution image"
-            why = ("repro has no rebuild recipe for it (repro/manifest/cuda_bases.yaml)"
+            why = ("repro has no rebuild recipe for it (docker/cuda_bases.yaml)"
                    if cuda_base.is_end_of_life(loaded.stack) else "it is not an end-of-life nvidia/cuda image")
             raise InputError(f"stack {loaded.stack.name} builds FROM {base}, which repro does not rebuild: {why}")
         sys.stdout.write(recipe.render(APPTAINER if args.apptainer else DOCKER))

@@ -29,7 +29,6 @@ from repro.results.redact import redact_argv, redact_text
 
 if TYPE_CHECKING:
     import docker
-
     from repro.manifest import LoadedStack
 
 Progress = Callable[[str], None]
@@ -255,7 +254,7 @@ def _base_hint(base: str) -> str:
         return f"build it from the distribution's archive (no registry needed): repro base-image {base}"
     if base.startswith("nvidia/cuda:"):
         return ("end-of-life nvidia/cuda tags are deleted from Docker Hub, and repro has no rebuild recipe for "
-                "this one (repro/manifest/cuda_bases.yaml): pull it from a local registry or mirror and tag it, or "
+                "this one (docker/cuda_bases.yaml): pull it from a local registry or mirror and tag it, or "
                 "`docker load` a saved copy (or a `repro archive` of a stack built on it)")
     return "load it into the engine first (docker load, or docker pull from a registry you can reach)"
 

@@ -2,7 +2,7 @@
 
 NVIDIA deletes end-of-life `nvidia/cuda` tags from Docker Hub, and in 2022 rotated the signing key of
 its CUDA apt repositories, which broke every old recipe left unchanged. When a stack's base image is
-end of life (compat.yaml's `cuda_image_eol`) and repro/manifest/cuda_bases.yaml has a row for it,
+end of life (compat.yaml's `cuda_image_eol`) and docker/cuda_bases.yaml has a row for it,
 the stack builds FROM `repro/cuda-base:<nvidia tag>-<key>` instead, made by this recipe:
 
     FROM <os image>  ->  tools  ->  CUDA and machine-learning repositories (keys fetched, fingerprints
@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import yaml
@@ -27,6 +26,7 @@ from repro.image.blocks import formats, own, safe
 from repro.image.blocks.stack import cudnn_package_version, nccl_package_version
 from repro.manifest.compat import in_list, mm, table
 from repro.manifest.schema import Stack
+from repro.resources import data_dir
 
 REPOSITORY = "repro/cuda-base"
 NVIDIA = "nvidia/cuda:"
@@ -35,8 +35,8 @@ _ENV_VALUE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 
 @functools.lru_cache(maxsize=1)
 def facts() -> dict[str, Any]:
-    """The shipped rebuild facts (repro/manifest/cuda_bases.yaml)."""
-    text = resources.files("repro.manifest").joinpath("cuda_bases.yaml").read_text(encoding="utf-8")
+    """The shipped rebuild facts (docker/cuda_bases.yaml)."""
+    text = (data_dir("docker") / "cuda_bases.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
 
@@ -123,7 +123,7 @@ class CudaBaseRecipe:
             parts = self.blocks()
             header = [f"# Rebuilt base {self.tag}, by repro, for the end-of-life {self.replaces}.",
                       f"# Recipe {self.name} (key {self.key}): repro's own, from the facts in",
-                      "# repro/manifest/cuda_bases.yaml; NVIDIA's retired recipe lives under",
+                      "# docker/cuda_bases.yaml; NVIDIA's retired recipe lives under",
                       f"# {self.eol_path}. The 2022 key rotation is applied: each repository's key is",
                       "# checked against its pinned fingerprint and named by signed-by.",
                       f"# Steps: {', '.join(name for name, _ in parts)}."]

