@@ -22,8 +22,9 @@ from typing import ClassVar
 
 import jinja2
 
-from repro.manifest.compat import mm, table, vtuple
+from repro.manifest.compat import table
 from repro.manifest.schema import Stack
+from repro.manifest.versions import major_minor, parse_version
 
 DEFAULT_TEMPLATES = Path(__file__).resolve().parents[2] / "docker"
 REPO = "repro/stack"  # image repository; the tag is the build key (see image_key)
@@ -171,7 +172,7 @@ class Nccl(Block):
     @property
     def package_version(self) -> str:
         v = self.version if "-" in self.version else f"{self.version}-1"
-        return f"{v}+cuda{mm(self.cuda)}"
+        return f"{v}+cuda{major_minor(self.cuda)}"
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,7 @@ class Cudnn(Block):
     @property
     def package_version(self) -> str:
         full = CUDNN_BUILDS.get(self.version, self.version if self.version.count(".") >= 3 else self.version + ".*")
-        return f"{full}-1+cuda{mm(self.cuda)}"
+        return f"{full}-1+cuda{major_minor(self.cuda)}"
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ class Python(Block):
 
     @property
     def bootstrap(self) -> tuple[str, ...]:
-        want = tuple(vtuple(self.version)[:2])
+        want = tuple(parse_version(self.version)[:2])
         return next(pins for floor, pins in PIP_BOOTSTRAP if want >= floor)
 
     def apt(self) -> tuple[str, ...]:
@@ -251,12 +252,12 @@ class Horovod(Block):
 
     @property
     def check_build(self) -> bool:
-        return vtuple(self.version) >= (0, 16)  # horovodrun appeared in 0.16
+        return parse_version(self.version) >= (0, 16)  # horovodrun appeared in 0.16
 
     @property
     def env_lines(self) -> tuple[str, ...]:
         """The HOROVOD_* build variables this version understands."""
-        v = vtuple(self.version)
+        v = parse_version(self.version)
         out = ["HOROVOD_WITH_TENSORFLOW=1", "HOROVOD_WITHOUT_PYTORCH=1", "HOROVOD_WITHOUT_MXNET=1"]
         if v >= (0, 17):  # HOROVOD_WITH_MPI / WITH_GLOO first appeared in 0.17.0
             out.append(f"HOROVOD_{'WITH' if self.with_mpi else 'WITHOUT'}_MPI=1")
@@ -273,7 +274,7 @@ class Horovod(Block):
     def apt(self) -> tuple[str, ...]:
         if self.wheel:
             return ()
-        return ("cmake", "g++", "make") if vtuple(self.version) >= (0, 20) else ("g++", "make")
+        return ("cmake", "g++", "make") if parse_version(self.version) >= (0, 20) else ("g++", "make")
 
 
 @dataclass(frozen=True)
@@ -361,11 +362,11 @@ def wheel_matches(filename: str, project: str, version: str, python: str) -> boo
 
 def tf_benchmarks_pin(tf_version: str) -> tuple[str, str] | None:
     """tensorflow/benchmarks branch and commit for a TF 1.x release (the newest branch not past it)."""
-    v = vtuple(tf_version)[:2]
+    v = parse_version(tf_version)[:2]
     if v[0] != 1:
         return None
-    fitting = [key for key in TF_BENCHMARKS if vtuple(key) <= v]
-    return TF_BENCHMARKS[max(fitting, key=vtuple)] if fitting else None
+    fitting = [key for key in TF_BENCHMARKS if parse_version(key) <= v]
+    return TF_BENCHMARKS[max(fitting, key=parse_version)] if fitting else None
 
 
 def building_blocks(stack: Stack, options: RenderOptions | None = None) -> tuple[Block, ...]:
@@ -380,7 +381,7 @@ def building_blocks(stack: Stack, options: RenderOptions | None = None) -> tuple
     compiles = hvd_wheel is None  # Horovod from source needs headers of Python and MPI
 
     py2 = s.python.startswith("2")
-    in_distro = mm(s.python) in pythons
+    in_distro = major_minor(s.python) in pythons
     python = Python(
         version=s.python,
         origin=f"{s.os.distro} {s.os.version}" if in_distro else "deadsnakes PPA",
@@ -408,10 +409,10 @@ def building_blocks(stack: Stack, options: RenderOptions | None = None) -> tuple
         middle.append(Nccl(version=s.nccl, cuda=s.cuda))
     if s.gpu and s.cudnn and s.cuda:
         shipped = base_image_cudnn(s.base_image or "")
-        if shipped is None or vtuple(shipped)[: len(vtuple(s.cudnn))] != vtuple(s.cudnn):
+        if shipped is None or parse_version(shipped)[: len(parse_version(s.cudnn))] != parse_version(s.cudnn):
             middle.append(Cudnn(version=s.cudnn, cuda=s.cuda, base_cudnn=shipped))
     middle += [python, tensorflow, horovod]
-    requirements = (*(WORKLOAD_REQUIREMENTS if vtuple(s.python) >= (3, 8) else ()), *s.packages.pip)
+    requirements = (*(WORKLOAD_REQUIREMENTS if parse_version(s.python) >= (3, 8) else ()), *s.packages.pip)
     if requirements:
         middle.append(PipPackages(requirements=tuple(requirements)))
     pin = tf_benchmarks_pin(s.tensorflow.version)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from repro.manifest import load_stack
-from repro.manifest.compat import check, in_list, matches, table
+from repro.manifest.compat import check, table
+from repro.manifest.versions import in_any_line, in_release_line
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPAT = ROOT / "tests" / "data" / "stacks" / "compat"
@@ -92,9 +93,9 @@ def test_minor_version_compatibility_downgrades_driver_error_to_warning(tmp_path
 
 
 def test_version_line_matching():
-    assert matches("7.4.2", "7.4") and not matches("7.40", "7.4")
-    assert matches("11.7.1", "11.x") and not matches("12.0", "11.x")
-    assert in_list("3.5", ["2.7", "3.3-3.6"]) and not in_list("3.7", ["2.7", "3.3-3.6"])
+    assert in_release_line("7.4.2", "7.4") and not in_release_line("7.40", "7.4")
+    assert in_release_line("11.7.1", "11.x") and not in_release_line("12.0", "11.x")
+    assert in_any_line("3.5", ["2.7", "3.3-3.6"]) and not in_any_line("3.7", ["2.7", "3.3-3.6"])
 
 
 def test_every_table_row_has_a_source():
