@@ -40,6 +40,7 @@ _DOMAIN = "(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\\.[a-zA-Z0-9](?:[a-zA-
           "|\\[[a-fA-F0-9:]+\\])(?::[0-9]{1,5})?"
 _IMAGE_NAME = f"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
 _TAG = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_IPV6 = "[0-9A-Fa-f.]{0,40}:[0-9A-Fa-f:.]{1,44}"  # shape only; ipaddress decides
 _DIGEST = "[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,128}"
 
 
@@ -154,10 +155,10 @@ IMAGE_REFERENCE = Kind(
 REGISTRY = Kind("registry", "a registry host[:port][/path], e.g. registry.example.com:5000/team",
                 f"{_DOMAIN}(?:/{_PATH_COMPONENT})*", 255)
 HOST_NAME = Kind("host name", "an RFC 1123 host name or an IP address",
-                 f"{_LABEL}(?:\\.{_LABEL})*|[0-9A-Fa-f:.]{{2,45}}", 253, _ip_or_none)
+                 f"{_LABEL}(?:\\.{_LABEL})*|{_IPV6}", 253, _ip_or_none)
 INVENTORY_NAME = Kind(
     "inventory host name", "an RFC 1123 host name (Ansible also allows '_') or an IP address; no '/', no '..'",
-    f"{_INV_LABEL}(?:\\.{_INV_LABEL})*|[0-9A-Fa-f:.]{{2,45}}", 253, _ip_or_none)
+    f"{_INV_LABEL}(?:\\.{_INV_LABEL})*|{_IPV6}", 253, _ip_or_none)
 USER_NAME = Kind("user name", "a POSIX user name such as root or dell", "[A-Za-z_][A-Za-z0-9_.-]{0,31}", 32)
 CONNECTION = Kind("connection", "an Ansible connection plugin name such as ssh or local",
                   "[a-z][a-z0-9_]*(?:\\.[a-z][a-z0-9_]*)*", 100)
