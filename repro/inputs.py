@@ -178,6 +178,9 @@ DOCKER_ENDPOINT = Kind(
     f"unix:///[^{_CONTROL}\\s\"'`$\\\\]*|tcp://{_DOMAIN}|ssh://(?:[A-Za-z_][A-Za-z0-9_.-]{{0,31}}@)?{_DOMAIN}", 1024)
 URL = Kind("URL", "an http(s) URL without spaces or quotes", f"https?://{_URL_CHARS}+", 2048)
 WORD = Kind("name", "letters, digits, '.', '_' and '-'", "[A-Za-z0-9][A-Za-z0-9._-]{0,99}", 100)
+WORDS = Kind("list", "comma-separated names (letters, digits, '.', '_', '-')", "[A-Za-z0-9._,-]+", 1000)
+HOST_PATTERN = Kind("host pattern", "an Ansible host pattern such as workers, h1:h2 or !h3 (no spaces or quotes)",
+                    "[A-Za-z0-9_.:*?!&,~^\\[\\]-]+", 1000, _no_leading_dash)
 
 
 # ---------------------------------------------------------------- numbers
@@ -263,7 +266,7 @@ def read_file(path: str | os.PathLike[str], max_bytes: int = MAX_FILE_BYTES) -> 
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise FileProblem("a symbolic link loop") from None
-        raise FileProblem(exc.strerror or str(exc)) from None
+        raise FileProblem(_special(name) or exc.strerror or str(exc)) from None
     try:
         info = os.fstat(fd)
         for test, what in _FILE_TYPES:
@@ -285,6 +288,15 @@ def read_file(path: str | os.PathLike[str], max_bytes: int = MAX_FILE_BYTES) -> 
         raise FileProblem(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
+
+
+def _special(name: str) -> str | None:
+    """'a socket, not a regular file' and the like, for a file that could not even be opened."""
+    try:
+        mode = os.stat(name).st_mode
+    except OSError:
+        return None
+    return next((f"{what}, not a regular file" for test, what in _FILE_TYPES if test(mode)), None)
 
 
 def file_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
@@ -371,6 +383,12 @@ def key_value_argument(text: str) -> tuple[str, str]:
     if why:
         raise argparse.ArgumentTypeError(f"{why} (in {_show(text)})")
     return key, value
+
+
+def extra_var_argument(text: str) -> str:
+    """argparse `type=` for an Ansible -e KEY=VALUE, kept as written once checked."""
+    key_value_argument(text)
+    return text
 
 
 def checked(kind: Kind, value: object, what: str) -> str:

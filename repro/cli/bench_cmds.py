@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from repro import inputs
+from repro.inputs import (
+    argument,
+    counts_argument,
+    finite_number,
+    path_argument,
+    positive_seconds,
+    words_argument,
+)
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got '{text}'") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got '{text}'")
-    return values
-
-
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
+_ints = counts_argument  # comma-separated whole numbers >= 1, ASCII digits only
+_words = words_argument(inputs.WORD)
 
 
 def _onoff(text: str) -> tuple[bool, ...]:
@@ -32,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Launch the stack's benchmark on the hosts of an inventory (1 -> N workers, weak or strong "
         "scaling, warm-up excluded), store every run with its provenance, and print the scaling table. "
         "Exit status: 0 all points ok, 1 some point failed, 2 bad input, 130 interrupted.")
-    p.add_argument("--stack", required=True, metavar="STACK", help="stack manifest")
-    p.add_argument("--hosts", default="inventories/localhost", metavar="INVENTORY",
+    p.add_argument("--stack", required=True, metavar="STACK", type=path_argument, help="stack manifest")
+    p.add_argument("--hosts", default="inventories/localhost", metavar="INVENTORY", type=path_argument,
                    help="Ansible inventory (default: inventories/localhost)")
     p.add_argument("--runtime", choices=("docker", "host"), default=None,
                    help="docker: worker containers from the stack's image; host: the hosts' own software "
@@ -48,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--precision", type=_words, default=(), help="fp32, fp16 or fp32,fp16")
     g.add_argument("--xla", type=_onoff, default=(), help="on, off or both (default: the stack's)")
     g.add_argument("--data-format", choices=("NCHW", "NHWC"), default=None)
-    g.add_argument("--data", default="synthetic",
+    g.add_argument("--data", default="synthetic", type=path_argument,
                    help="synthetic, real (the inventory's repro_dataset_dir) or a directory on the hosts")
     g.add_argument("--threads", type=_ints, default=(None,), help="intra-op threads per worker to sweep (CPU)")
     g.add_argument("--warmup-steps", type=int, default=None)
@@ -56,26 +55,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--repeats", type=int, default=1)
     g.add_argument("--backends", type=_words, default=("mpi",), help="Horovod controllers: mpi, gloo or mpi,gloo")
     a = p.add_argument_group("all-reduce (--workload allreduce)")
-    a.add_argument("--min-exp", type=float, default=None)
-    a.add_argument("--max-exp", type=float, default=None)
+    a.add_argument("--min-exp", type=finite_number, default=None)
+    a.add_argument("--max-exp", type=finite_number, default=None)
     a.add_argument("--num", type=int, default=None)
-    a.add_argument("--sizes", default=None, help="explicit element counts, comma-separated")
+    a.add_argument("--sizes", default=None, type=argument(inputs.WORDS),
+                   help="explicit element counts, comma-separated")
     a.add_argument("--iterations", type=int, default=None)
     a.add_argument("--warmup", type=int, default=None)
-    a.add_argument("--dtypes", default=None, help="fp32,fp16")
-    a.add_argument("--link-gbps", type=float, default=None,
+    a.add_argument("--dtypes", default=None, type=argument(inputs.WORDS), help="fp32,fp16")
+    a.add_argument("--link-gbps", type=finite_number, default=None,
                    help="link speed to compare bus bandwidth with (default: from the hosts' facts)")
     t = p.add_argument_group("time to accuracy (--workload tta)")
-    t.add_argument("--dataset", default=None, help="digits, cifar10:DIR or imagenet:DIR")
-    t.add_argument("--target-accuracy", type=float, default=None)
+    t.add_argument("--dataset", default=None, type=path_argument, help="digits, cifar10:DIR or imagenet:DIR")
+    t.add_argument("--target-accuracy", type=finite_number, default=None)
     t.add_argument("--max-epochs", type=int, default=None)
-    t.add_argument("--max-seconds", type=float, default=None)
+    t.add_argument("--max-seconds", type=positive_seconds, default=None)
     r = p.add_argument_group("running")
-    r.add_argument("--timeout", type=float, default=1800.0, help="time limit per point, seconds (default 1800)")
+    r.add_argument("--timeout", type=positive_seconds, default=1800.0,
+                   help="time limit per point, seconds (default 1800)")
     r.add_argument("--resume", action="store_true", help="run only what is missing or failed in this sweep")
     r.add_argument("--dry-run", action="store_true", help="print every command on every host; run nothing")
-    r.add_argument("--store", default=None, help="results directory (default: $REPRO_STORE or ./results)")
-    r.add_argument("--plot", default=None, metavar="FILE", help="all-reduce: latency/bandwidth plot (png or svg)")
+    r.add_argument("--store", default=None, type=path_argument,
+                   help="results directory (default: $REPRO_STORE or ./results)")
+    r.add_argument("--plot", default=None, metavar="FILE", type=path_argument,
+                   help="all-reduce: latency/bandwidth plot (png or svg)")
     p.set_defaults(handler=cmd_bench)
 
 

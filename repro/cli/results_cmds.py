@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from repro.cli.compare_cmds import SELECTORS_HELP, add_filter_options, filters_from
+from repro.inputs import path_argument
 
 
 def _store_option(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
     # on a subcommand, no default: a --store given before the subcommand's name stays
-    p.add_argument("--store", metavar="DIR", default=argparse.SUPPRESS if subcommand else None,
+    p.add_argument("--store", metavar="DIR", default=argparse.SUPPRESS if subcommand else None, type=path_argument,
                    help="results store (default: $REPRO_STORE or ./results)")
 
 
@@ -18,19 +19,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="List the runs in the results store (id, created, stack, workload, model, "
                        "workers, hosts, status, images/sec). Subcommands: show ID, scaling [SELECTOR...].")
     _store_option(p)
-    p.add_argument("--stack", metavar="S", help=f"only this stack: {SELECTORS_HELP}")
+    p.add_argument("--stack", metavar="S", type=path_argument, help=f"only this stack: {SELECTORS_HELP}")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON records summary")
     out.add_argument("--csv", action="store_true", help="CSV")
     add_filter_options(p)
-    p.add_argument("--save-selection", metavar="FILE",
+    p.add_argument("--save-selection", metavar="FILE", type=path_argument,
                    help="write this selection (store, --stack, filters) to FILE (*.selection.json), which "
                    "`repro compare` accepts as OLD or NEW")
     p.set_defaults(handler=cmd_results)
     rs = p.add_subparsers(dest="results_command", metavar="SUBCOMMAND")
 
     show = rs.add_parser("show", help="one run in full", description="Print one stored run (id or unique prefix).")
-    show.add_argument("id", metavar="ID")
+    show.add_argument("id", metavar="ID", type=path_argument)
     _store_option(show, subcommand=True)
     show.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the record as stored (JSON)")
     show.set_defaults(handler=cmd_show)
@@ -39,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="The scaling table of the selected runs (all stored runs without SELECTOR): "
                        "workers, images/sec, per worker, speedup and efficiency against the 1-worker point of the "
                        "same series, and across-node efficiency where points span hosts.")
-    sc.add_argument("selectors", nargs="*", metavar="SELECTOR", help=SELECTORS_HELP)
+    sc.add_argument("selectors", nargs="*", metavar="SELECTOR", type=path_argument, help=SELECTORS_HELP)
     _store_option(sc, subcommand=True)
     add_filter_options(sc, subcommand=True)
     sc.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
@@ -51,9 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "benchmark (one run per file), or with --table a CSV of published figures (columns system, gpus, "
         "images_per_sec; optionally top1, top5, model, batch, precision, note, source; see docs/baselines).",
         epilog="exit status: 0 imported; 2 a file cannot be read or parsed (the message names file and line).")
-    imp.add_argument("files", nargs="*", metavar="FILE", help="log files")
-    imp.add_argument("--table", metavar="CSV", help="a CSV of published figures instead of logs")
-    imp.add_argument("--stack", required=True, metavar="NAME",
+    imp.add_argument("files", nargs="*", metavar="FILE", type=path_argument, help="log files")
+    imp.add_argument("--table", metavar="CSV", type=path_argument, help="a CSV of published figures instead of logs")
+    imp.add_argument("--stack", required=True, metavar="NAME", type=path_argument,
                      help="the stack the runs belong to: a name, or a manifest file (its hash then keys them)")
     _store_option(imp)
     imp.add_argument("--format", dest="log_format", choices=("auto", "tf_cnn_benchmarks", "horovod_synthetic"),

@@ -135,7 +135,8 @@ def _read_chain(path: Path) -> list[Document]:
                 f"{child.file}: extends chain too long",
                 [Diagnostic(f"more than {MAX_EXTENDS_DEPTH} levels of extends", child.where(("extends",)), "extends")])
         current = _parent_path(child, child.data["extends"])
-        via = (*via, (child.where(("extends",)), str(child.data["extends"])))
+        hop = child.where(("extends",))  # the place itself: the hops before it are already in `via`
+        via = (*via, (Location(hop.file, hop.line, hop.column), str(child.data["extends"])))
         identity = inputs.file_identity(current)
         if identity is not None and identity in seen:
             names = " -> ".join([*(d.file for d in chain), str(current)])

@@ -83,8 +83,10 @@ class Tally:
     def error(self, exc: ReproError, has_lines: bool) -> None:
         self.errors += 1
         diagnostics: list[Diagnostic] = getattr(exc, "diagnostics", [])
-        assert diagnostics, f"an input error must say what is wrong: {exc.render()}"
         assert exc.render()
+        if not diagnostics and has_lines:  # an error that names no place at all
+            self.diagnostics += 1
+            self.unlocated.append(exc.render())
         for d in diagnostics:
             self.diagnostics += 1
             if has_lines and (d.location is None or d.location.line is None):
@@ -182,6 +184,60 @@ def special_extends(tmp: Path, target: str) -> Path:
         (tmp / "broken.yaml").write_text(BASE_STACK + "benchmark: {batch_size: [1, 2}\n")
     child.write_text(f"extends: {name}\ndescription: child\n")
     return child
+
+
+def _mutated(args: tuple[Path, list[tuple[int, int, str]]]) -> bytes:
+    path, edits = args
+    text = path.read_text()
+    for pos, cut, insert in edits:
+        pos = pos % (len(text) + 1)
+        text = text[:pos] + insert + text[pos + cut:]
+    # a mutated child keeps resolving `extends` against the real stacks directory
+    return text.replace("extends: ", f"extends: {ROOT / 'stacks'}/").encode("utf-8", "surrogatepass")
+
+
+def _over_a_valid_stack(overrides: dict) -> bytes:
+    base = yaml.safe_load((ROOT / "stacks" / "tf114-cuda10.yaml").read_text())
+    base["extends"] = str(ROOT / "stacks" / "tf110-cuda91.yaml")
+    base.update(overrides)
+    return yaml.safe_dump(base, allow_unicode=True).encode()
+
+
+@st.composite
+def _nested(draw) -> str:
+    """Deep flow and block nesting, duplicate keys, alias bombs, runs of quotes."""
+    depth = draw(st.integers(1, 3000))
+    kind = draw(st.sampled_from(["flow-seq", "flow-map", "block", "dup", "alias", "quote"]))
+    if kind == "flow-seq":
+        return "a: " + "[" * depth + "]" * draw(st.integers(0, depth)) + "\n"
+    if kind == "flow-map":
+        return "a: " + "{b: " * depth + "}" * draw(st.integers(0, depth)) + "\n"
+    if kind == "block":
+        return "".join("  " * i + f"k{i}:\n" for i in range(min(depth, 400))) + "  " * min(depth, 400) + "x: 1\n"
+    if kind == "dup":
+        key = draw(st.sampled_from(["python", "os", "env", "benchmark", "tensorflow"]))
+        return hostile_stack("python", "'3.11'") + f"{key}: 1\n" * draw(st.integers(1, 5))
+    if kind == "alias":
+        width = draw(st.integers(2, 12))
+        lines = ["a0: &a0 [" + ",".join(["x"] * width) + "]"]
+        lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * width) + "]" for i in range(1, min(depth, 12))]
+        return "\n".join(lines) + "\n"
+    return hostile_stack("description", '"' + "\\\"" * draw(st.integers(0, 5)) + "'" * depth)
+
+
+_EDITS = st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 40), st.text(YAML_CHARS, max_size=12)), max_size=6)
+# class -> (cases per run, strategy, the manifest bytes of a drawn value)
+MANIFEST_CLASSES: dict[str, tuple[int, Any, Any]] = {
+    "random bytes": (200, st.binary(max_size=3000), bytes),
+    "mutated shipped stacks": (250, st.tuples(st.sampled_from(SHIPPED), _EDITS), _mutated),
+    "random documents": (150, DOCUMENTS, lambda doc: yaml.safe_dump(doc, allow_unicode=True).encode()),
+    "random fields over a valid stack": (150, st.dictionaries(st.sampled_from(FIELDS), DOCUMENTS, max_size=6),
+                                         _over_a_valid_stack),
+    "hostile values in every field": (350, st.tuples(st.sampled_from(sorted(FIELD_LINES)),
+                                                     st.sampled_from(HOSTILE_TEXT)),
+                                      lambda fv: hostile_stack(*fv).encode("utf-8", "surrogatepass")),
+    "nesting, duplicates, bombs": (150, _nested(), str.encode),
+}
 
 
 def manifest_property(path: Path, tally: Tally) -> None:
