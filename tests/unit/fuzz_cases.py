@@ -471,13 +471,17 @@ def inventory_property(case: InventoryCase, path: Path, tally: Tally, *, end_to_
 
     Returns the Inventory, or the InventoryError.
     """
-    from repro.hosts.inventory import inventory_from_listing, load_inventory, parse_listing
+    from repro.hosts import inventory as module
+
+    def read() -> Any:
+        if end_to_end:
+            return module.load_inventory(path)
+        return module.inventory_from_listing(module.parse_listing(listing_json(case), path), path)
 
     tally.cases += 1
     with time_limit():
         try:
-            inventory = load_inventory(path) if end_to_end else \
-                inventory_from_listing(parse_listing(listing_json(case), path), path)
+            inventory = read()
         except InventoryError as exc:
             tally.error(exc, True)
             paths = {d.path for d in exc.diagnostics}
