@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from repro.cli.progress import LiveProgress
+from repro.inputs import count_argument, finite_number, path_argument, positive_seconds
 
 DEFAULT_REPEATS = 3  # run-to-run variation is the dominant noise on shared machines: measure it
 
@@ -20,17 +21,28 @@ def _split(values: list[str] | None) -> list[str]:
 
 def _ints(flag: str, values: list[str] | None, *, minimum: int = 1) -> tuple[int, ...]:
     from repro.errors import InputError
+    from repro.inputs import InputValueError, integer
 
     out = []
     for v in _split(values):
         try:
-            n = int(v)
-        except ValueError:
-            raise InputError(f"{flag}: expected whole numbers, found '{v}'") from None
-        if n < minimum:
-            raise InputError(f"{flag}: expected whole numbers >= {minimum}, found '{v}'")
-        out.append(n)
+            out.append(integer(v, minimum=minimum, maximum=1_000_000))  # ASCII digits only
+        except InputValueError as exc:
+            raise InputError(f"{flag}: {exc}") from None
     return tuple(out)
+
+
+def _names(flag: str, values: list[str] | None) -> tuple[str, ...]:
+    """Names from comma lists, each a plain word (the workload's own choices are checked later)."""
+    from repro.errors import InputError
+    from repro.inputs import WORD
+
+    names = tuple(_split(values))
+    for name in names:
+        why = WORD.problem(name)
+        if why:
+            raise InputError(f"{flag}: {why}")
+    return names
 
 
 def _onoff(values: list[str] | None) -> tuple[bool, ...]:
@@ -84,10 +96,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Launch the stack's benchmark on the hosts of an inventory (1 -> N workers, weak or strong "
         "scaling, warm-up excluded), store every run with its provenance, and print the scaling table. "
         "Exit status: 0 all points ok, 1 some point failed, 2 bad input, 130 interrupted.")
-    p.add_argument("--stack", required=True, action="append", metavar="STACK",
+    p.add_argument("--stack", required=True, action="append", metavar="STACK", type=path_argument,
                    help="stack manifest; give two or more to interleave them (A B A B ... on the same hosts, "
                    "paired for `repro compare`)")
-    p.add_argument("--hosts", default="inventories/localhost", metavar="INVENTORY",
+    p.add_argument("--hosts", default="inventories/localhost", metavar="INVENTORY", type=path_argument,
                    help="Ansible inventory (default: inventories/localhost)")
     p.add_argument("--runtime", choices=RUNTIMES.names(), default=None,
                    help=f"{RUNTIMES.describe()} (default: host for a local inventory, else docker)")
@@ -116,18 +128,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--backends", action="append", metavar="C,...", help="Horovod controllers: mpi, gloo or mpi,gloo")
     _workload_options(p)
     r = p.add_argument_group("running")
-    r.add_argument("--timeout", type=float, default=1800.0, help="time limit per point, seconds (default 1800)")
+    r.add_argument("--timeout", type=positive_seconds, default=1800.0,
+                   help="time limit per point, seconds (default 1800)")
     r.add_argument("--resume", action="store_true", help="run only what is missing or failed in this sweep")
     r.add_argument("--dry-run", action="store_true", help="print every command on every host; run nothing")
-    r.add_argument("--store", default=None, help="results directory (default: $REPRO_STORE or ./results)")
-    r.add_argument("--plot", default=None, metavar="FILE", help="all-reduce: latency/bandwidth plot (.png or .svg)")
+    r.add_argument("--store", default=None, type=path_argument,
+                   help="results directory (default: $REPRO_STORE or ./results)")
+    r.add_argument("--plot", default=None, metavar="FILE", type=path_argument,
+                   help="all-reduce: latency/bandwidth plot (.png or .svg)")
     r.add_argument("--warmup", choices=("fixed", "auto"), default="fixed",
                    help="steps the figures use: after the fixed warm-up count, or from the steady state each rank's "
                    "step times reached (auto; detected and stored either way, see docs/statistics.md)")
-    r.add_argument("--baseline-workers", type=int, default=None, metavar="N",
+    r.add_argument("--baseline-workers", type=count_argument, default=None, metavar="N",
                    help="the point speedup and efficiency are relative to (default: the 1-worker point; without "
                    "one they are not shown)")
-    r.add_argument("--link-gbps", type=float, default=None,
+    r.add_argument("--link-gbps", type=finite_number, default=None,
                    help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
     p.set_defaults(handler=cmd_bench)
 
@@ -143,7 +158,7 @@ def sweep_spec(args: argparse.Namespace):
     extra = {k[2:]: _once(v, "--" + k[2:].replace("_", "-")) for k, v in vars(args).items()
              if k.startswith("x_") and v}
     return SweepSpec(
-        workload=args.workload, workers=_ints("--workers", args.workers) or (1,), models=tuple(_split(args.model)),
+        workload=args.workload, workers=_ints("--workers", args.workers) or (1,), models=_names("--model", args.model),
         batch_sizes=_ints("--batch-size", args.batch_size), precisions=tuple(_split(args.precision)),
         xla=_onoff(args.xla), data_format=_once(args.data_format, "--data-format"), data=_once(args.data, "--data"),
         scaling=args.scaling, threads=_ints("--threads", args.threads, minimum=0) or (None,),
@@ -163,8 +178,6 @@ def options(args: argparse.Namespace):
         raise InputError(f"--timeout: expected a positive number of seconds, found {args.timeout:g}")
     if args.link_gbps is not None and (not math.isfinite(args.link_gbps) or args.link_gbps <= 0):
         raise InputError(f"--link-gbps: expected a positive number, found {args.link_gbps:g}")
-    if args.baseline_workers is not None and args.baseline_workers < 1:
-        raise InputError(f"--baseline-workers: expected a whole number >= 1, found {args.baseline_workers}")
     if args.plot and not args.plot.lower().endswith((".png", ".svg")):
         raise InputError(f"--plot {args.plot}: expected a .png or .svg file name")
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,

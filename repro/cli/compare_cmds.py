@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from repro.inputs import count_argument, finite_number, path_argument
+
 EXIT_REGRESSION = 4
 
 SELECTORS_HELP = ("a stack name, a stack hash or unique prefix, a stack manifest file, a results directory "
@@ -36,7 +38,7 @@ def add_window_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", choices=("fixed", "auto"), default="fixed",
                    help="steps the figures use: after the workload's fixed warm-up count (default), or from the "
                    "steady state detected in each rank's step times (docs/statistics.md)")
-    p.add_argument("--baseline-workers", type=int, default=None, metavar="N",
+    p.add_argument("--baseline-workers", type=count_argument, default=None, metavar="N",
                    help="the point speedup and efficiency are relative to (default: the 1-worker point; a series "
                    "without one shows none)")
 
@@ -53,17 +55,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="exit status: 0 compared; 1 a selection matched nothing, the runs are on different hardware or "
         "the store is unreadable; 2 bad input (an option value, a selection or manifest file); "
         f"{EXIT_REGRESSION} with --fail-on-regression, when any point is significantly slower beyond the threshold.")
-    p.add_argument("old", metavar="OLD", help="the baseline")
-    p.add_argument("new", metavar="NEW", help="the candidate")
+    p.add_argument("old", metavar="OLD", type=path_argument, help="the baseline")
+    p.add_argument("new", metavar="NEW", type=path_argument, help="the candidate")
     add_filter_options(p)
-    p.add_argument("--store", metavar="DIR", help="results store (default: $REPRO_STORE or ./results)")
+    p.add_argument("--store", metavar="DIR", type=path_argument,
+                   help="results store (default: $REPRO_STORE or ./results)")
     p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table",
                    help="output format (default: table)")
-    p.add_argument("--plot", metavar="FILE", help="also write a plot (.png or .svg): images/sec per worker count "
+    p.add_argument("--plot", metavar="FILE", type=path_argument,
+                   help="also write a plot (.png or .svg): images/sec per worker count "
                    "with the ratio over each pair, and scaling efficiency")
-    p.add_argument("--threshold", type=float, default=None, metavar="X",
+    p.add_argument("--threshold", type=finite_number, default=None, metavar="X",
                    help="relative change below which a difference is not significant (default 0.02 = 2%%)")
-    p.add_argument("--confidence", type=float, default=None, metavar="C",
+    p.add_argument("--confidence", type=finite_number, default=None, metavar="C",
                    help="confidence level of the intervals (default 0.95)")
     add_window_options(p)
     p.add_argument("--allow-different-hardware", action="store_true",
@@ -85,8 +89,6 @@ def options_from(args: argparse.Namespace):
         raise InputError(f"--threshold: expected a fraction in [0, 1), found {threshold}")
     if not 0.5 <= confidence < 1:
         raise InputError(f"--confidence: expected a level in [0.5, 1), found {confidence}")
-    if args.baseline_workers is not None and args.baseline_workers < 1:
-        raise InputError(f"--baseline-workers: expected a whole number >= 1, found {args.baseline_workers}")
     return Options(threshold=threshold, confidence=confidence, allow_different_hardware=args.allow_different_hardware,
                    warmup=args.warmup, baseline_workers=args.baseline_workers)
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from repro import inputs
+from repro.inputs import argument, extra_var_argument, path_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -13,17 +16,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the inventory's hosts through ansible-runner, with the stack's pinned versions. Roles skip, with their "
         "reason, where the hardware is absent. Ends with a per-host summary; gathered facts go to the store. "
         "Exit status 1 if a host failed or was unreachable (or, with --check-only, is not ready).")
-    p.add_argument("--hosts", required=True, metavar="INVENTORY", help="Ansible inventory file or directory")
-    p.add_argument("--stack", metavar="STACK", help="stack manifest whose versions the hosts must match")
-    p.add_argument("--tags", metavar="ROLE,...", help="run only these roles (ssh_trust, ofed, nvidia, gpudirect, "
+    p.add_argument("--hosts", required=True, metavar="INVENTORY", type=path_argument,
+                   help="Ansible inventory file or directory")
+    p.add_argument("--stack", metavar="STACK", type=path_argument,
+                   help="stack manifest whose versions the hosts must match")
+    p.add_argument("--tags", metavar="ROLE,...", type=argument(inputs.WORDS),
+                   help="run only these roles (ssh_trust, ofed, nvidia, gpudirect, "
                    "ipoib, docker, nfs_dataset); facts are gathered in any case")
     p.add_argument("--check", action="store_true", help="Ansible check mode: report what would change, change nothing")
     p.add_argument("--check-only", action="store_true",
                    help="only gather facts and print each host's readiness (changes nothing)")
-    p.add_argument("--limit", metavar="PATTERN", help="only these hosts (an Ansible host pattern)")
-    p.add_argument("-e", "--extra-var", action="append", metavar="KEY=VALUE",
+    p.add_argument("--limit", metavar="PATTERN", type=argument(inputs.HOST_PATTERN),
+                   help="only these hosts (an Ansible host pattern)")
+    p.add_argument("-e", "--extra-var", action="append", metavar="KEY=VALUE", type=extra_var_argument,
                    help="a role variable for this run (repeatable), e.g. -e nvidia_manage=true")
-    p.add_argument("--store", metavar="DIR", help="results store (default $REPRO_STORE or ./results)")
+    p.add_argument("--store", metavar="DIR", type=path_argument,
+                   help="results store (default $REPRO_STORE or ./results)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the ansible-playbook command and variables it would use; touch nothing")
     p.add_argument("-v", "--verbose", action="store_true", help="also show tasks skipped by their conditions")

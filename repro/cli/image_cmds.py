@@ -6,32 +6,33 @@ import argparse
 import sys
 from pathlib import Path
 
-
-def _key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got '{text}'")
-    return key, value
+from repro import inputs
+from repro.inputs import argument, key_value_argument, path_argument
 
 
 def _build_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("build options (site settings, not part of the stack)")
-    g.add_argument("--ca-bundle", metavar="FILE", default=None,
+    g.add_argument("--ca-bundle", metavar="FILE", default=None, type=path_argument,
                    help="CA bundle for pip/requests/curl inside the build, e.g. behind a TLS-intercepting proxy "
                    "(default: $PIP_CERT when set)")
     g.add_argument("--no-ca-bundle", action="store_true", help="do not use $PIP_CERT")
-    g.add_argument("--pip-index", metavar="URL", help="pip index inside the build (PIP_INDEX_URL)")
-    g.add_argument("--extra-index", metavar="URL", help="extra pip index inside the build (PIP_EXTRA_INDEX_URL)")
-    g.add_argument("--wheelhouse", metavar="DIR", default=None,
+    g.add_argument("--pip-index", metavar="URL", type=argument(inputs.URL),
+                   help="pip index inside the build (PIP_INDEX_URL)")
+    g.add_argument("--extra-index", metavar="URL", type=argument(inputs.URL),
+                   help="extra pip index inside the build (PIP_EXTRA_INDEX_URL)")
+    g.add_argument("--wheelhouse", metavar="DIR", default=None, type=path_argument,
                    help="prebuilt wheels (its tf<TF>-py<XY> subdirectory when present; default "
                    "~/.cache/repro/wheelhouse)")
-    g.add_argument("--build-arg", metavar="K=V", action="append", type=_key_value, default=[],
-                   help="Docker build argument (repeatable)")
-    g.add_argument("--ofed-url", metavar="URL", help="GPU stacks: URL of the MLNX_OFED tarball")
-    g.add_argument("--ofed-mirror", metavar="URL",
+    g.add_argument("--build-arg", metavar="K=V", action="append", type=key_value_argument, default=[],
+                   help="Docker build argument, e.g. OPENMPI_URL=http://mirror/openmpi-4.0.0.tar.bz2 (repeatable)")
+    g.add_argument("--ofed-url", metavar="URL", type=argument(inputs.URL),
+                   help="GPU stacks: URL of the MLNX_OFED tarball")
+    g.add_argument("--ofed-mirror", metavar="URL", type=argument(inputs.URL),
                    help="GPU stacks: mirror of https://content.mellanox.com/ofed with the same layout")
-    g.add_argument("--ofed-tarball", metavar="FILE", help="GPU stacks: a local MLNX_OFED tarball (goes into a layer)")
-    g.add_argument("--docker-host", metavar="URL", default=None, help="Docker engine (default: DOCKER_HOST or local)")
+    g.add_argument("--ofed-tarball", metavar="FILE", type=path_argument,
+                   help="GPU stacks: a local MLNX_OFED tarball (goes into a layer)")
+    g.add_argument("--docker-host", metavar="URL", default=None, type=argument(inputs.DOCKER_ENDPOINT),
+                   help="Docker engine (default: DOCKER_HOST or local)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,12 +40,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Build the stack's image (skipped when the engine already holds its tag), "
                        "verify it against the stack, write the lock into the store, and with --hosts put the "
                        "image on every host of the inventory.")
-    p.add_argument("stack", metavar="STACK", help="stack manifest")
-    p.add_argument("--hosts", metavar="INVENTORY", help="ship the image to the hosts of this Ansible inventory")
+    p.add_argument("stack", metavar="STACK", type=path_argument, help="stack manifest")
+    p.add_argument("--hosts", metavar="INVENTORY", type=path_argument,
+                   help="ship the image to the hosts of this Ansible inventory")
     p.add_argument("--dry-run", action="store_true",
                    help="print the tag, base image, Dockerfile, context files and shipping; do nothing")
-    p.add_argument("--store", metavar="DIR", default=None, help="results store (default: $REPRO_STORE or ./results)")
-    p.add_argument("--apptainer", metavar="FILE",
+    p.add_argument("--store", metavar="DIR", default=None, type=path_argument,
+                   help="results store (default: $REPRO_STORE or ./results)")
+    p.add_argument("--apptainer", metavar="FILE", type=path_argument,
                    help="also write the Apptainer definition to FILE (its files next to it)")
     p.add_argument("--quiet", "-q", action="store_true", help="no build output, only the summary")
     _build_options(p)
@@ -53,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("render", help="print a stack's Dockerfile (or Apptainer definition, or rebuilt base)",
                        description="Render the stack's recipe from its building blocks (HPC Container Maker's and "
                        "repro's own), as `repro up` would build it with these options.")
-    p.add_argument("stack", metavar="STACK", help="stack manifest")
+    p.add_argument("stack", metavar="STACK", type=path_argument, help="stack manifest")
     p.add_argument("--apptainer", action="store_true", help="the Apptainer/Singularity definition instead")
     p.add_argument("--base", action="store_true",
                    help="the recipe repro rebuilds the stack's end-of-life nvidia/cuda base image from")
@@ -64,10 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Make image REF (debian:12 by default; debian:11, ubuntu:16.04 to 22.04) in the "
                        "engine with debootstrap when it is absent (cached), then copy it into every further "
                        "--docker-host. Ubuntu needs Debian's ubuntu-keyring package and a reachable Ubuntu mirror.")
-    p.add_argument("ref", nargs="?", default="debian:12", metavar="REF")
-    p.add_argument("--docker-host", metavar="URL", action="append", default=[],
+    p.add_argument("ref", nargs="?", default="debian:12", metavar="REF", type=argument(inputs.IMAGE_REFERENCE))
+    p.add_argument("--docker-host", metavar="URL", action="append", default=[], type=argument(inputs.DOCKER_ENDPOINT),
                    help="engine to hold the image (repeatable; default: DOCKER_HOST or the local engine)")
-    p.add_argument("--mirror", default=None, help="archive for debootstrap (default: the distribution's own)")
+    p.add_argument("--mirror", default=None, type=argument(inputs.URL),
+                   help="archive for debootstrap (default: the distribution's own)")
     p.set_defaults(handler=cmd_base_image)
 
     p = sub.add_parser("archive", help="write a stack's built image, lock, manifest and recipe into one file",

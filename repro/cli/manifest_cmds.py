@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from repro.inputs import path_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check stack manifests and their version compatibility",
                        description="Validate stack manifests: schema, extends, and the compatibility rules. "
                        "Exit status 2 if any stack has an error (or a warning, with --strict).")
-    p.add_argument("stacks", nargs="+", metavar="STACK", help="manifest files")
+    p.add_argument("stacks", nargs="+", metavar="STACK", type=path_argument, help="manifest files")
     p.add_argument("--strict", action="store_true", help="treat warnings as errors")
     p.add_argument("--quiet", "-q", action="store_true", help="print errors only, no warnings or notes")
     p.add_argument("--json", action="store_true", help="machine-readable report")
@@ -19,13 +21,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("show", help="the resolved stack with derived fields and hashes",
                        description="Print a stack as repro resolves it: extends merged, derived fields filled, "
                        "its content hash and image hash.")
-    p.add_argument("stack", metavar="STACK")
+    p.add_argument("stack", metavar="STACK", type=path_argument)
     p.add_argument("--json", action="store_true", help="JSON instead of YAML")
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("stacks", help="table of the stacks in a directory",
                        description="List the stack manifests of a directory with their key versions.")
-    p.add_argument("directory", nargs="?", default="stacks", help="directory of manifests (default: stacks)")
+    p.add_argument("directory", nargs="?", default="stacks", type=path_argument,
+                   help="directory of manifests (default: stacks)")
     p.set_defaults(handler=cmd_stacks)
 
     p = sub.add_parser("schema", help="JSON Schema of the manifest (for editors)",
@@ -141,7 +144,7 @@ def cmd_stacks(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     import json
 
-    from repro.manifest.schema import json_schema
+    from repro.manifest.editor_schema import editor_schema
 
-    print(json.dumps(json_schema(), indent=2))
+    print(json.dumps(editor_schema(), indent=2))
     return 0

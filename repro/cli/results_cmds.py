@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from repro.cli.compare_cmds import SELECTORS_HELP, add_filter_options, add_window_options, filters_from
+from repro.inputs import path_argument
 
 
 def _store_option(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
     # on a subcommand, no default: a --store given before the subcommand's name stays
-    p.add_argument("--store", metavar="DIR", default=argparse.SUPPRESS if subcommand else None,
+    p.add_argument("--store", metavar="DIR", default=argparse.SUPPRESS if subcommand else None, type=path_argument,
                    help="results store (default: $REPRO_STORE or ./results)")
 
 
@@ -18,19 +19,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="List the runs in the results store (id, created, stack, workload, model, "
                        "workers, hosts, status, images/sec). Subcommands: show ID, scaling [SELECTOR...].")
     _store_option(p)
-    p.add_argument("--stack", metavar="S", help=f"only this stack: {SELECTORS_HELP}")
+    p.add_argument("--stack", metavar="S", type=path_argument, help=f"only this stack: {SELECTORS_HELP}")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON records summary")
     out.add_argument("--csv", action="store_true", help="CSV")
     add_filter_options(p)
-    p.add_argument("--save-selection", metavar="FILE",
+    p.add_argument("--save-selection", metavar="FILE", type=path_argument,
                    help="write this selection (store, --stack, filters) to FILE (*.selection.json), which "
                    "`repro compare` accepts as OLD or NEW")
     p.set_defaults(handler=cmd_results)
     rs = p.add_subparsers(dest="results_command", metavar="SUBCOMMAND")
 
     show = rs.add_parser("show", help="one run in full", description="Print one stored run (id or unique prefix).")
-    show.add_argument("id", metavar="ID")
+    show.add_argument("id", metavar="ID", type=path_argument)
     _store_option(show, subcommand=True)
     show.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the record as stored (JSON)")
     show.set_defaults(handler=cmd_show)
@@ -39,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="The scaling table of the selected runs (all stored runs without SELECTOR): "
                        "workers, images/sec, per worker, speedup and efficiency against the 1-worker point of the "
                        "same series, and across-node efficiency where points span hosts.")
-    sc.add_argument("selectors", nargs="*", metavar="SELECTOR", help=SELECTORS_HELP)
+    sc.add_argument("selectors", nargs="*", metavar="SELECTOR", type=path_argument, help=SELECTORS_HELP)
     _store_option(sc, subcommand=True)
     add_filter_options(sc, subcommand=True)
     sc.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
@@ -60,9 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "framework; any other name is a workload-specific setting. Example: --set 'logs/fp16-*.log:precision=fp16'"
         " --set 'logs/*:hosts=2'. exit status: 0 every file imported or skipped as already imported; 2 a file "
         "cannot be read or parsed (each is named with file:line; the good files are imported).")
-    imp.add_argument("files", nargs="*", metavar="FILE", help="log files")
-    imp.add_argument("--table", metavar="CSV", help="a CSV of published figures instead of logs")
-    imp.add_argument("--stack", required=True, metavar="NAME",
+    imp.add_argument("files", nargs="*", metavar="FILE", type=path_argument, help="log files")
+    imp.add_argument("--table", metavar="CSV", type=path_argument, help="a CSV of published figures instead of logs")
+    imp.add_argument("--stack", required=True, metavar="NAME", type=path_argument,
                      help="the stack the runs belong to: a name, or a manifest file (its hash then keys them)")
     _store_option(imp)
     imp.add_argument("--format", dest="log_format", choices=("auto", "tf_cnn_benchmarks", "horovod_synthetic",
@@ -168,7 +169,7 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
     from repro.compare.select import records_of, select
-    from repro.errors import InputError, ResultsError
+    from repro.errors import ResultsError
     from repro.results import metrics
     from repro.results.report import scaling_table
     from repro.results.store import Store
@@ -183,8 +184,6 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     records = [r for r in records if kind_of(r.settings.workload) == "throughput"]
     if not records:
         raise ResultsError(f"no throughput runs to tabulate in {store.root}")
-    if args.baseline_workers is not None and args.baseline_workers < 1:
-        raise InputError(f"--baseline-workers: expected a whole number >= 1, found {args.baseline_workers}")
     rows = metrics.scaling(metrics.points(records, warmup=args.warmup), baseline_workers=args.baseline_workers)
     sys.stdout.write(scaling_table(rows, args.format))
     return 0

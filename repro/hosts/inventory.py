@@ -2,29 +2,38 @@
 
 The inventory is read by Ansible itself (`ansible-inventory --list`), so INI, YAML, group_vars and
 host_vars all work as they do for the playbooks. The variables repro reads are listed in
-docs/design.md ("Inventory contract").
+docs/design.md ("Inventory contract"). Every one is checked here, where it enters, against its kind
+in repro.inputs; a bad value is an InventoryError located in the inventory's files (file:line:column).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repro import inputs
 from repro.errors import BackendUnavailable, Diagnostic, InventoryError, Location
+from repro.hosts.inventory_files import InventoryFiles
+from repro.hosts.listing_errors import ansible_reason
 
 WORKERS_GROUP = "workers"
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
+DEFAULT_LIST_TIMEOUT = 120.0  # seconds; REPRO_INVENTORY_TIMEOUT overrides
+MAX_HOSTS = 10_000
 
 
 @dataclass(frozen=True)
 class Host:
-    """One host of an inventory, with what repro needs to reach and use it."""
+    """One host of an inventory, with what repro needs to reach and use it (every value checked)."""
 
     name: str
     address: str
@@ -40,6 +49,10 @@ class Host:
     python: str = "python3"
     registry: str | None = None
     dataset_dir: str | None = None
+    infiniband: bool = False
+    link_gbps: float | None = None
+    launch_key: str | None = None
+    launch_known_hosts: str | None = None
     vars: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -65,6 +78,211 @@ class Inventory:
         return all(h.local for h in self.hosts)
 
 
+# ---------------------------------------------------------------- the variables repro reads
+
+
+def _text(kind: inputs.Kind) -> Callable[[object], object]:
+    def check(value: object) -> object:
+        if isinstance(value, str) and ("{{" in value or "{%" in value):
+            raise inputs.InputValueError("holds a Jinja template; ansible-inventory does not render templates, "
+                                         "so write the value itself")
+        return kind.check(value)
+
+    return check
+
+
+def _int(minimum: int, maximum: int) -> Callable[[object], int]:
+    return lambda value: inputs.integer(value, minimum=minimum, maximum=maximum)
+
+
+# variable -> its check, which returns the value to use (normalised: "true" from INI becomes True)
+VARIABLES: dict[str, Callable[[object], object]] = {
+    "ansible_host": _text(inputs.HOST_NAME),
+    "ansible_port": _int(1, 65535),
+    "ansible_user": _text(inputs.USER_NAME),
+    "ansible_ssh_private_key_file": _text(inputs.PATH),
+    "ansible_connection": _text(inputs.CONNECTION),
+    "repro_known_hosts": _text(inputs.SSH_PATH),
+    "repro_slots": _int(1, 4096),
+    "repro_gpus": _int(0, 1024),
+    "repro_docker_host": _text(inputs.DOCKER_ENDPOINT),
+    "repro_interface": _text(inputs.INTERFACE),
+    "repro_python": _text(inputs.COMMAND),
+    "repro_registry": _text(inputs.REGISTRY),
+    "repro_dataset_dir": _text(inputs.DATA_DIR),
+    "repro_infiniband": inputs.boolean,
+    "repro_link_gbps": lambda v: inputs.number(v, minimum=0.001, maximum=100_000.0),
+    "repro_launch_key": _text(inputs.SSH_PATH),
+    "repro_launch_known_hosts": _text(inputs.SSH_PATH),
+}
+
+
+class _Problems:
+    """Diagnostics of one inventory, located lazily (the files are read only when something is wrong)."""
+
+    def __init__(self, path: Path, groups: dict[str, frozenset[str]]) -> None:
+        self.path = path
+        self.groups = groups
+        self.diagnostics: list[Diagnostic] = []
+        self._files: InventoryFiles | None = None
+
+    @property
+    def files(self) -> InventoryFiles:
+        if self._files is None:
+            self._files = InventoryFiles(self.path)
+        return self._files
+
+    def bad_host(self, name: object, why: str) -> None:
+        where = self.files.host(name) if isinstance(name, str) else None
+        self.diagnostics.append(Diagnostic(f"bad host name: {why}", where or Location(str(self.path)), "hosts",
+                                           hint="a host name becomes a file name in the store and an ssh argument"))
+
+    def bad_var(self, host: str, var: str, value: object, why: str) -> None:
+        where = self.files.variable(host, var, self.groups.get(host, frozenset({"all"})), value)
+        self.diagnostics.append(Diagnostic(why, where or self.files.host(host) or Location(str(self.path)),
+                                           f"{host}.{var}", found=show(value)))
+
+
+def show(value: object) -> str:
+    """A value as a message may show it: short, escapes visible."""
+    text = ascii(value) if isinstance(value, str) else repr(value) if isinstance(value, (bool, float)) else \
+        (repr(value) if isinstance(value, int) and abs(value) < 10**30 else type(value).__name__)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _checked_vars(problems: _Problems, name: str, hv: dict[str, Any]) -> dict[str, Any]:
+    """The host's variables with every variable of the inventory contract checked and normalised."""
+    out = dict(hv)
+    for var, check in VARIABLES.items():
+        if var not in hv or hv[var] is None:
+            out.pop(var, None)
+            continue
+        try:
+            out[var] = check(hv[var])
+        except inputs.InputValueError as exc:
+            problems.bad_var(name, var, hv[var], str(exc))
+            out.pop(var, None)
+    return out
+
+
+def _host(problems: _Problems, name: str, hv: dict[str, Any]) -> Host | None:
+    before = len(problems.diagnostics)
+    v = _checked_vars(problems, name, hv)
+    if len(problems.diagnostics) > before:
+        return None
+    local = v.get("ansible_connection") == "local"
+    gpus = v.get("repro_gpus", 0)
+    known = v.get("repro_known_hosts")
+    return Host(
+        name=name,
+        address=v.get("ansible_host", "127.0.0.1" if local else name),
+        port=v.get("ansible_port", 22),
+        user=v.get("ansible_user"),
+        key_file=v.get("ansible_ssh_private_key_file"),
+        known_hosts=str(Path(known).expanduser()) if known else None,
+        local=local,
+        slots=v.get("repro_slots", gpus or 1),
+        gpus=gpus,
+        docker_host=v.get("repro_docker_host", DEFAULT_DOCKER_HOST),
+        interface=v.get("repro_interface", "lo" if local else "eth0"),
+        python=v.get("repro_python", sys.executable if local else "python3"),
+        registry=v.get("repro_registry"),
+        dataset_dir=v.get("repro_dataset_dir"),
+        infiniband=v.get("repro_infiniband", False),
+        link_gbps=v.get("repro_link_gbps"),
+        launch_key=v.get("repro_launch_key"),
+        launch_known_hosts=v.get("repro_launch_known_hosts"),
+        vars=v,
+    )
+
+
+# ---------------------------------------------------------------- the listing
+
+
+def _group(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    group = raw.get(name)
+    return group if isinstance(group, dict) else {}
+
+
+def _names(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _ordered_hosts(raw: dict[str, Any]) -> list[object]:
+    workers = _names(_group(raw, WORKERS_GROUP).get("hosts"))
+    if workers:
+        return workers
+    seen: list[object] = []
+
+    def walk(group: str, depth: int = 0) -> None:
+        if depth > 50:
+            return
+        for h in _names(_group(raw, group).get("hosts")):
+            if h not in seen:
+                seen.append(h)
+        for child in _names(_group(raw, group).get("children")):
+            if isinstance(child, str):
+                walk(child, depth + 1)
+
+    walk("all")
+    return seen
+
+
+def _groups_of_hosts(raw: dict[str, Any]) -> dict[str, frozenset[str]]:
+    """host -> every group it belongs to, directly or through children ("all" always)."""
+    out: dict[str, set[str]] = {}
+
+    def walk(group: str, parents: tuple[str, ...]) -> None:
+        if len(parents) > 50 or group in parents:
+            return
+        chain = (*parents, group)
+        for h in _names(_group(raw, group).get("hosts")):
+            if isinstance(h, str):
+                out.setdefault(h, {"all"}).update(chain)
+        for child in _names(_group(raw, group).get("children")):
+            if isinstance(child, str):
+                walk(child, chain)
+
+    walk("all", ())
+    return {h: frozenset(g) for h, g in out.items()}
+
+
+def inventory_from_listing(raw: object, path: str | Path) -> Inventory:
+    """The hosts of an `ansible-inventory --list` listing, every value checked; InventoryError otherwise.
+
+    This is the code path of load_inventory after Ansible has run: the fuzz tests call it directly with
+    listings of generated inventory files.
+    """
+    p = Path(path)
+    if not isinstance(raw, dict):
+        raise InventoryError(f"{path}: ansible-inventory printed no inventory",
+                             [Diagnostic("the listing is not a JSON object", Location(str(path)))])
+    names = _ordered_hosts(raw)
+    if not names:
+        raise InventoryError(f"{path}: the inventory has no hosts",
+                             [Diagnostic("no hosts (put them in group 'workers')", Location(str(path)))])
+    if len(names) > MAX_HOSTS:
+        raise InventoryError(f"{path}: {len(names)} hosts; repro uses at most {MAX_HOSTS}")
+    meta = raw.get("_meta")
+    hostvars = meta.get("hostvars") if isinstance(meta, dict) else None
+    hostvars = hostvars if isinstance(hostvars, dict) else {}
+    problems = _Problems(p, _groups_of_hosts(raw))
+    hosts = []
+    for name in names:
+        why = inputs.INVENTORY_NAME.problem(name)
+        if why:
+            problems.bad_host(name, why)
+            continue
+        hv = hostvars.get(name)
+        host = _host(problems, name, hv if isinstance(hv, dict) else {})
+        if host is not None:
+            hosts.append(host)
+    if problems.diagnostics:
+        raise InventoryError(f"{path}: {len(problems.diagnostics)} bad value(s) in the inventory",
+                             problems.diagnostics, hint="the inventory contract is in docs/design.md")
+    return Inventory(str(path), tuple(hosts))
+
+
 def _ansible_inventory() -> str:
     exe = shutil.which("ansible-inventory") or str(Path(sys.executable).with_name("ansible-inventory"))
     if not Path(exe).exists():
@@ -72,105 +290,87 @@ def _ansible_inventory() -> str:
     return exe
 
 
-def _raw(path: Path) -> dict[str, Any]:
+def list_timeout() -> float:
+    """Seconds ansible-inventory may take: REPRO_INVENTORY_TIMEOUT, else 120."""
+    text = os.environ.get("REPRO_INVENTORY_TIMEOUT", "")
+    try:
+        return inputs.number(text, minimum=0.1, maximum=86400.0) if text else DEFAULT_LIST_TIMEOUT
+    except inputs.InputValueError as exc:
+        raise InventoryError(f"REPRO_INVENTORY_TIMEOUT: {exc}") from None
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop ansible-inventory and everything it started (its own process group): TERM, a wait, then KILL.
+
+    The KILL goes to the whole group even when the leader obeyed TERM: an inventory script's children
+    that ignore TERM, or were never told, must not outlive the listing.
+    """
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=3.0)
+    _kill_group(proc.pid)
+    proc.wait()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _bounded_int(text: str) -> int | str:
+    # json.loads would raise on an integer of more than 4,300 digits; keep such a number as its text
+    return int(text) if len(text) <= 40 else text
+
+
+def _listing(path: Path, timeout: float) -> Any:
     env = {**os.environ, "ANSIBLE_INVENTORY_UNPARSED_FAILED": "true", "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_DEPRECATION_WARNINGS": "false"}
-    proc = subprocess.run([_ansible_inventory(), "-i", str(path), "--list"], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-        raise InventoryError(f"{path}: Ansible cannot read this inventory",
-                             [Diagnostic(" ".join(lines[-3:]) or "ansible-inventory failed", Location(str(path)))])
-    try:
-        return json.loads(proc.stdout)
-    except ValueError:
-        raise InventoryError(f"{path}: ansible-inventory printed no inventory") from None
-
-
-def _ordered_hosts(raw: dict[str, Any]) -> list[str]:
-    if WORKERS_GROUP in raw and raw[WORKERS_GROUP].get("hosts"):
-        return list(raw[WORKERS_GROUP]["hosts"])
-    seen: list[str] = []
-
-    def walk(group: str, depth: int = 0) -> None:
-        if depth > 50 or group not in raw:
-            return
-        for h in raw[group].get("hosts", []):
-            if h not in seen:
-                seen.append(h)
-        for child in raw[group].get("children", []):
-            walk(child, depth + 1)
-
-    walk("all")
-    return seen
-
-
-def _locate(path: Path, host: str, var: str) -> Location:
-    """Line of `var` under `host` in a YAML inventory, when repro can find it (else just the file)."""
-    from repro.errors import ManifestError
-    from repro.manifest.loader import load
-
-    files = [path] if path.is_file() else sorted(path.glob("*.y*ml")) + sorted(path.glob("host_vars/*.y*ml"))
-    for f in files:
+           "ANSIBLE_DEPRECATION_WARNINGS": "false", "ANSIBLE_FORCE_COLOR": "0"}
+    argv = [_ansible_inventory(), "-i", str(path), "--list"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                          errors="replace", env=env, start_new_session=True) as proc:
         try:
-            doc = load(f)
-        except ManifestError:
-            continue
-        for p, loc in doc.keys.items():
-            if p[-1] == var and (host in p or f.stem == host):
-                return loc
-    return Location(str(path))
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            proc.communicate()
+            raise InventoryError(
+                f"{path}: ansible-inventory did not list the inventory within {timeout:g} s; repro stopped it and "
+                "every process it started",
+                [Diagnostic(f"listing took longer than {timeout:g} s", Location(str(path)))],
+                hint="an inventory script or plugin hangs (or is slow: set REPRO_INVENTORY_TIMEOUT=SECONDS)") from None
+        except BaseException:
+            _stop(proc)
+            raise
+        finally:
+            if proc.poll() is None:
+                _stop(proc)
+            else:  # what an inventory script left behind in the group
+                _kill_group(proc.pid)
+    if proc.returncode != 0:
+        raise InventoryError(f"{path}: Ansible cannot read this inventory", ansible_reason(err, path))
+    return parse_listing(out, path)
 
 
-def _int(path: Path, host: str, hv: dict[str, Any], var: str, default: int, minimum: int) -> int:
-    value = hv.get(var, default)
+def parse_listing(text: str, path: str | Path) -> Any:
+    """ansible-inventory's JSON output as data; an integer of more than 40 digits stays text."""
     try:
-        number = int(value)
-        if isinstance(value, bool) or (str(number) != str(value).strip() and not isinstance(value, int)):
-            raise ValueError
-    except (TypeError, ValueError):
-        number = None
-    if number is None or number < minimum:
-        raise InventoryError(f"{path}: bad value for {var} of host {host}",
-                             [Diagnostic(f"{var} must be a whole number >= {minimum}", _locate(path, host, var),
-                                         f"{host}.{var}", f"an integer >= {minimum}", repr(value))])
-    return number
+        return json.loads(text, parse_int=_bounded_int)
+    except (ValueError, RecursionError):
+        raise InventoryError(f"{path}: ansible-inventory printed no inventory",
+                             [Diagnostic("its output is not JSON", Location(str(path)))]) from None
 
 
-def _host(path: Path, name: str, hv: dict[str, Any]) -> Host:
-    local = hv.get("ansible_connection") == "local"
-    gpus = _int(path, name, hv, "repro_gpus", 0, 0)
-    known = hv.get("repro_known_hosts")
-    return Host(
-        name=name,
-        address=str(hv.get("ansible_host", "127.0.0.1" if local else name)),
-        port=_int(path, name, hv, "ansible_port", 22, 1),
-        user=hv.get("ansible_user"),
-        key_file=hv.get("ansible_ssh_private_key_file"),
-        known_hosts=str(Path(known).expanduser()) if known else None,
-        local=local,
-        slots=_int(path, name, hv, "repro_slots", gpus or 1, 1),
-        gpus=gpus,
-        docker_host=str(hv.get("repro_docker_host", DEFAULT_DOCKER_HOST)),
-        interface=str(hv.get("repro_interface", "lo" if local else "eth0")),
-        python=str(hv.get("repro_python", sys.executable if local else "python3")),
-        registry=hv.get("repro_registry"),
-        dataset_dir=hv.get("repro_dataset_dir"),
-        vars=dict(hv),
-    )
-
-
-def load_inventory(path: str | Path) -> Inventory:
+def load_inventory(path: str | Path, *, timeout: float | None = None) -> Inventory:
     """Read an Ansible inventory file or directory into the hosts repro will use."""
+    why = inputs.PATH.problem(str(path))
+    if why:
+        raise InventoryError(f"bad inventory path: {why}")
     p = Path(path)
     if not p.exists():
         raise InventoryError(f"{path}: no such inventory",
                              [Diagnostic("no such file or directory", Location(str(path)))],
                              hint="an inventory is an Ansible inventory file or directory, e.g. inventories/localhost")
-    raw = _raw(p)
-    names = _ordered_hosts(raw)
-    if not names:
-        raise InventoryError(f"{path}: the inventory has no hosts",
-                             [Diagnostic("no hosts (put them in group 'workers')", Location(str(path)))])
-    hostvars = raw.get("_meta", {}).get("hostvars", {})
-    return Inventory(str(path), tuple(_host(p, n, hostvars.get(n, {})) for n in names))
+    return inventory_from_listing(_listing(p, list_timeout() if timeout is None else timeout), p)

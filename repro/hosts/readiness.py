@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from repro.hosts.facts import HostFacts
 from repro.hosts.inventory import Inventory
-from repro.manifest.compat import table, vtuple
+from repro.manifest.compat import table
 from repro.manifest.schema import Stack
+from repro.manifest.versions import parse_version
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
@@ -69,19 +70,19 @@ class Readiness:
 def cuda_min_driver(cuda: str) -> str | None:
     """The lowest driver that runs this CUDA release (compat table `cuda_drivers`), if known."""
     rows = table()["cuda_drivers"]
-    want = vtuple(cuda)
-    candidates = [r for r in rows if vtuple(r["cuda"])[: len(want)] == want]
+    want = parse_version(cuda)
+    candidates = [r for r in rows if parse_version(r["cuda"])[: len(want)] == want]
     if not candidates:
-        candidates = [r for r in rows if vtuple(r["cuda"])[:2] == want[:2] and vtuple(r["cuda"]) <= want]
+        candidates = [r for r in rows if parse_version(r["cuda"])[:2] == want[:2] and parse_version(r["cuda"]) <= want]
     if not candidates:
         return None
-    return min((r["driver"] for r in candidates), key=vtuple)
+    return min((r["driver"] for r in candidates), key=parse_version)
 
 
 def peer_memory_module(driver: str | None) -> str:
     """GPUDirect RDMA kernel module for a driver: nv_peer_mem before R470, nvidia-peermem from R470."""
     g = table()["gpudirect"]
-    if driver and vtuple(driver)[:1] >= vtuple(g["driver_switch"]):
+    if driver and parse_version(driver)[:1] >= parse_version(g["driver_switch"]):
         return g["after"]
     return g["before"]
 
@@ -134,11 +135,11 @@ def _driver(f: HostFacts, stack: Stack | None) -> Iterable[Check]:
             yield Check(f.host, "driver", FAIL, "NVIDIA GPU present but no driver loaded (no "
                         "/proc/driver/nvidia/version); install it (repro prepare --tags nvidia with nvidia_manage)")
         return
-    if stack and stack.driver and vtuple(driver) < vtuple(stack.driver):
+    if stack and stack.driver and parse_version(driver) < parse_version(stack.driver):
         yield Check(f.host, "driver", FAIL, f"driver {driver} older than the stack's minimum {stack.driver}")
         return
     need = cuda_min_driver(stack.cuda) if stack and stack.cuda else None
-    if need and vtuple(driver) < vtuple(need):
+    if need and parse_version(driver) < parse_version(need):
         yield Check(f.host, "driver", FAIL, f"driver {driver} older than CUDA {stack.cuda} needs (>= {need})")
         return
     suffix = f" (>= {stack.driver})" if stack and stack.driver else ""
@@ -161,7 +162,7 @@ def _ofed(f: HostFacts, stack: Stack | None) -> Iterable[Check]:
         extra = f"; the stack's image carries MLNX_OFED {want} user space" if want else ""
         yield Check(f.host, "ofed", status, f"Mellanox HCA present but MLNX_OFED is not installed (ofed_info "
                     f"missing){extra}; run repro prepare --tags ofed")
-    elif want and vtuple(have)[:2] != vtuple(want)[:2]:
+    elif want and parse_version(have)[:2] != parse_version(want)[:2]:
         yield Check(f.host, "ofed", WARN, f"host MLNX_OFED {have} differs from the image's {want}; kernel "
                     "drivers and user-space verbs should come from the same release")
     else:

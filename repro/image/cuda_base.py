@@ -24,8 +24,9 @@ import yaml
 
 from repro.image.blocks import formats, own, safe
 from repro.image.blocks.stack import cudnn_package_version, nccl_package_version
-from repro.manifest.compat import in_list, mm, table
+from repro.manifest.compat import table
 from repro.manifest.schema import Stack
+from repro.manifest.versions import in_any_line, major_minor
 from repro.resources import data_dir
 
 REPOSITORY = "repro/cuda-base"
@@ -143,7 +144,7 @@ class CudaBaseRecipe:
 def is_end_of_life(stack: Stack) -> bool:
     """Whether the stack's base is an nvidia/cuda tag of an end-of-life CUDA release."""
     base = stack.base_image or ""
-    return bool(stack.cuda and base.startswith(NVIDIA) and in_list(stack.cuda, table()["cuda_image_eol"]["cuda"]))
+    return bool(stack.cuda and base.startswith(NVIDIA) and in_any_line(stack.cuda, table()["cuda_image_eol"]["cuda"]))
 
 
 def recipe_for_stack(stack: Stack) -> CudaBaseRecipe | None:
@@ -151,7 +152,7 @@ def recipe_for_stack(stack: Stack) -> CudaBaseRecipe | None:
     if not is_end_of_life(stack):
         return None
     tag = (stack.base_image or "").removeprefix(NVIDIA)
-    row = next((r for r in facts()["recipes"] if r["tag"] == tag and r["cuda"] == mm(stack.cuda or "")), None)
+    row = next((r for r in facts()["recipes"] if r["tag"] == tag and r["cuda"] == major_minor(stack.cuda or "")), None)
     return _recipe(row, stack) if row else None
 
 

@@ -7,6 +7,7 @@ deprecated) or a note, with the reason and the public source it rests on.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
@@ -18,6 +19,7 @@ from repro.errors import Location
 from repro.manifest.loader import FieldPath, dotted
 from repro.manifest.resolve import LoadedStack
 from repro.manifest.schema import Stack
+from repro.manifest.versions import at_least, in_any_line, in_release_line, lines_overlap, major_minor, parse_version
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
 SEVERITIES = (ERROR, WARNING, NOTE)
@@ -53,40 +55,6 @@ class Finding:
         }
 
 
-# ---------------------------------------------------------------- version helpers
-
-
-def vtuple(version: str) -> tuple[int, ...]:
-    """'7.6.5' -> (7, 6, 5); '4.7-3.2.9.0' -> (4, 7, 3, 2, 9, 0); '2.5.6-1' -> (2, 5, 6, 1)."""
-    return tuple(int(p) for p in version.replace("-", ".").split(".") if p.isdigit())
-
-
-def matches(version: str, prefix: str) -> bool:
-    """True if `version` lies in the release line `prefix` ('7.4' matches 7.4.2; '11.x' any 11)."""
-    if prefix.endswith(".x"):
-        return vtuple(version)[:1] == vtuple(prefix[:-2])
-    want = vtuple(prefix)
-    return vtuple(version)[: len(want)] == want
-
-
-def in_list(version: str, items: list[str]) -> bool:
-    """Membership in a list of release lines and ranges ('3.3-3.6' covers 3.3, 3.4, 3.5, 3.6)."""
-    for item in items:
-        if "-" in item and item.count(".") == 2:
-            low, high = item.split("-")
-            mm = vtuple(version)[:2]
-            if vtuple(low) <= mm <= vtuple(high):
-                return True
-        elif matches(version, item):
-            return True
-    return False
-
-
-def mm(version: str) -> str:
-    """Major.minor of a version."""
-    return ".".join(str(p) for p in vtuple(version)[:2])
-
-
 @functools.lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
     """The shipped compatibility table."""
@@ -103,9 +71,19 @@ def _source(key: str | None) -> str:
 def _row(rows: list[dict], key: str, version: str) -> dict | None:
     for row in rows:
         values = row[key] if isinstance(row[key], list) else [row[key]]
-        if in_list(version, values):
+        if in_any_line(version, values):
             return row
     return None
+
+
+def _rows_within(rows: list[dict], key: str, version: str) -> list[dict]:
+    """The row holding `version`; for a version written with fewer parts than the rows ('7.1' where the
+    table has 7.1.2, 7.1.3 and 7.1.4), every row of that release line."""
+    row = _row(rows, key, version)
+    if row is not None:
+        return [row]
+    return [r for r in rows if any(lines_overlap(version, v) for v in (r[key] if isinstance(r[key], list)
+                                                                          else [r[key]]))]
 
 
 # ---------------------------------------------------------------- rules
@@ -131,7 +109,7 @@ def tensorflow_python(s: Stack) -> Iterator[Finding]:
         yield _f(WARNING, "tf-known", f"TensorFlow {tf} is not in repro's table of tested builds; "
                  "its Python/CUDA/cuDNN requirements are unchecked", ("tensorflow", "version"), "tf_table")
         return
-    if not in_list(s.python, row["python"]):
+    if not in_any_line(s.python, row["python"]):
         sev = WARNING if s.tensorflow.build == "source" else ERROR
         yield _f(sev, "tf-python", f"TensorFlow {tf} supports Python {', '.join(row['python'])}; "
                  f"there is no official wheel for Python {s.python}", ("python",), row["source"])
@@ -148,11 +126,11 @@ def tensorflow_cuda(s: Stack) -> Iterator[Finding]:
     built = row["cuda"]
     source_build = s.tensorflow.build == "source"
     if int(built.split(".")[0]) < 11:
-        ok = mm(s.cuda) == built
+        ok = major_minor(s.cuda) == built
         why = (f"TensorFlow {tf}'s official binaries target CUDA {built} and load its libraries by exact "
                f"version (libcudart.so.{built})")
     else:
-        ok = vtuple(s.cuda)[:1] == vtuple(built)[:1]
+        ok = parse_version(s.cuda)[:1] == parse_version(built)[:1]
         why = f"TensorFlow {tf}'s official binaries are built against CUDA {built}"
     if not ok:
         if source_build:
@@ -162,16 +140,16 @@ def tensorflow_cuda(s: Stack) -> Iterator[Finding]:
         else:
             yield _f(ERROR, "tf-cuda", f"{why}; the official wheel will not load CUDA {s.cuda}. Pin CUDA {built}, "
                      "or build TensorFlow yourself and set tensorflow.build: source", ("cuda",), row["source"])
-    elif vtuple(s.cuda)[:2] < vtuple(built)[:2]:
+    elif parse_version(s.cuda)[:2] < parse_version(built)[:2]:
         yield _f(WARNING, "tf-cuda", f"CUDA {s.cuda} is older than the {built} TensorFlow {tf} was built with; "
                  "libraries may lack symbols it needs", ("cuda",), "cuda_minor_compat")
-    elif vtuple(s.cuda)[:2] > vtuple(built)[:2]:
+    elif parse_version(s.cuda)[:2] > parse_version(built)[:2]:
         yield _f(NOTE, "tf-cuda", f"CUDA {s.cuda} is newer than the {built} TensorFlow {tf} was tested with; "
                  "it runs through CUDA minor version compatibility", ("cuda",), "cuda_minor_compat")
     if s.cudnn:
         want = row["cudnn"]
-        have = vtuple(s.cudnn)
-        need = vtuple(want)
+        have = parse_version(s.cudnn)
+        need = parse_version(want)
         if have[:1] != need[:1] or have[1:2] < need[1:2]:
             sev = WARNING if source_build else ERROR
             yield _f(sev, "tf-cudnn", f"TensorFlow {tf} was built with cuDNN {want}: it requires the same major "
@@ -183,19 +161,19 @@ def cuda_driver(s: Stack) -> Iterator[Finding]:
     if not s.cuda or not s.driver:
         return
     rows = table()["cuda_drivers"]
-    cuda = vtuple(s.cuda)
-    candidates = [r for r in rows if vtuple(r["cuda"])[: len(cuda)] == cuda]
+    cuda = parse_version(s.cuda)
+    candidates = [r for r in rows if parse_version(r["cuda"])[: len(cuda)] == cuda]
     if not candidates:  # e.g. 11.4.5: the nearest lower release of the same line
-        candidates = [r for r in rows if vtuple(r["cuda"])[:2] == cuda[:2] and vtuple(r["cuda"]) <= cuda]
+        candidates = [r for r in rows if parse_version(r["cuda"])[:2] == cuda[:2] and parse_version(r["cuda"]) <= cuda]
     if not candidates:
         yield _f(WARNING, "cuda-driver", f"CUDA {s.cuda} is not in repro's driver table; the minimum driver "
                  "is unchecked", ("cuda",), "cuda_drivers")
         return
-    need = min(candidates, key=lambda r: vtuple(r["driver"])) if len(cuda) < 3 else candidates[-1]
-    if vtuple(s.driver) >= vtuple(need["driver"]):
+    need = min(candidates, key=lambda r: parse_version(r["driver"])) if len(cuda) < 3 else candidates[-1]
+    if parse_version(s.driver) >= parse_version(need["driver"]):
         return
     family = next((r for r in table()["cuda_minor_compat"] if r["major"] == cuda[0]), None)
-    if family and vtuple(s.driver) >= vtuple(family["driver"]):
+    if family and parse_version(s.driver) >= parse_version(family["driver"]):
         yield _f(WARNING, "cuda-driver", f"CUDA {s.cuda} wants driver >= {need['driver']}; driver {s.driver} runs it "
                  f"only through minor version compatibility (CUDA {cuda[0]}.x on >= {family['driver']}), with a "
                  "limited feature set; code that JIT-compiles PTX may fail", ("driver",), "cuda_minor_compat")
@@ -211,16 +189,18 @@ def cuda_driver(s: Stack) -> Iterator[Finding]:
 def cudnn_cuda(s: Stack) -> Iterator[Finding]:
     if not s.cuda or not s.cudnn:
         return
-    row = _row(table()["cudnn_cuda"], "cudnn", s.cudnn)
-    if row is None:
+    rows = _rows_within(table()["cudnn_cuda"], "cudnn", s.cudnn)
+    if not rows:
         yield _f(WARNING, "cudnn-cuda", f"cuDNN {s.cudnn} is not in repro's table; its CUDA support is unchecked",
                  ("cudnn",), "cudnn_archive")
         return
-    if not in_list(s.cuda, row["cuda"]):
-        sev = ERROR if row.get("verified", True) else WARNING
-        note = f" ({row['note']})" if row.get("note") else ""
-        yield _f(sev, "cudnn-cuda", f"cuDNN {s.cudnn} was published for CUDA {', '.join(row['cuda'])}, "
-                 f"not for CUDA {s.cuda}{note}", ("cudnn",), row["source"])
+    if any(in_any_line(s.cuda, row["cuda"]) for row in rows):
+        return  # a release of this line was published for this CUDA; apt picks it
+    cudas = list(dict.fromkeys(c for row in rows for c in row["cuda"]))
+    sev = ERROR if any(row.get("verified", True) for row in rows) else WARNING
+    notes = "; ".join(row["note"] for row in rows if row.get("note"))
+    yield _f(sev, "cudnn-cuda", f"cuDNN {s.cudnn} was published for CUDA {', '.join(cudas)}, not for CUDA {s.cuda}"
+             + (f" ({notes})" if notes else ""), ("cudnn",), rows[0]["source"])
 
 
 @rule
@@ -228,16 +208,16 @@ def nccl_cuda(s: Stack) -> Iterator[Finding]:
     if not s.cuda or not s.nccl:
         return
     for bad in table()["nccl_unverified"]:
-        if matches(s.nccl, bad["nccl"]):
+        if in_release_line(s.nccl, bad["nccl"]):
             yield _f(WARNING, "nccl-release", f"NCCL {s.nccl}: {bad['note']}; the image build will fail unless "
                      "you provide that package", ("nccl",), "cuda_images")
             return
     row = _row(table()["nccl_cuda"], "nccl", s.nccl)
     if row is None:
         yield _f(NOTE, "nccl-cuda", f"NCCL {s.nccl} is not in repro's table of published builds; check that NVIDIA "
-                 f"publishes libnccl2 {s.nccl}+cuda{mm(s.cuda)}", ("nccl",), "cuda_images")
+                 f"publishes libnccl2 {s.nccl}+cuda{major_minor(s.cuda)}", ("nccl",), "cuda_images")
         return
-    if not in_list(s.cuda, row["cuda"]):
+    if not in_any_line(s.cuda, row["cuda"]):
         sev = ERROR if row.get("verified", True) else WARNING
         yield _f(sev, "nccl-cuda", f"NCCL {s.nccl} was published for CUDA {', '.join(row['cuda'])}, not CUDA {s.cuda}",
                  ("nccl",), row["source"])
@@ -245,6 +225,24 @@ def nccl_cuda(s: Stack) -> Iterator[Finding]:
 
 def _horovod_row(s: Stack) -> dict | None:
     return _row(table()["horovod"], "horovod", s.horovod.version)
+
+
+def _horovod_tf_fixes(s: Stack) -> Iterator[Finding]:
+    """Findings from Horovod's CHANGELOG: a later release fixed working with this TensorFlow."""
+    hv, tf = s.horovod.version, s.tensorflow.version
+    broken = [f for f in table()["horovod_tf_fixes"] if at_least(tf, f["tf"]) and not at_least(hv, f["fixed_in"])]
+    for severity in (ERROR, WARNING):
+        rows = sorted((f for f in broken if f["severity"] == severity), key=lambda f: parse_version(f["fixed_in"]))
+        if not rows:
+            continue
+        newest = rows[-1]
+        others = "".join(f"; {f['fixed_in']}: \"{f['what']}\" (#{f['pr']})" for f in reversed(rows[:-1]))
+        verdict = "does not work with" if severity == ERROR else "has a documented problem with"
+        yield _f(severity, "horovod-tf", f"Horovod {hv} {verdict} TensorFlow {tf}: Horovod {newest['fixed_in']} "
+                 f"fixed it (\"{newest['what']}\", horovod/horovod#{newest['pr']}){others}. "
+                 f"Use Horovod >= {newest['fixed_in']}", ("horovod", "version"), newest["source"])
+        if severity == ERROR:
+            return
 
 
 @rule
@@ -256,12 +254,16 @@ def horovod_tensorflow(s: Stack) -> Iterator[Finding]:
                  "support is unchecked", ("horovod", "version"), "horovod_tags")
         return
     note = f" ({row['note']})" if row.get("note") else ""
-    if vtuple(tf) < vtuple(row["tf_min"]):
+    if not at_least(tf, row["tf_min"]):
         yield _f(ERROR, "horovod-tf", f"Horovod {hv} requires TensorFlow >= {row['tf_min']}, found {tf}{note}",
                  ("horovod", "version"), row["source"])
         return
+    fixes = list(_horovod_tf_fixes(s))
+    yield from fixes
+    if any(f.severity == ERROR for f in fixes):
+        return
     breaks = row.get("tf_breaks")
-    if breaks and vtuple(tf)[:2] >= vtuple(breaks):
+    if breaks and at_least(tf, breaks):
         k3 = table()["horovod_keras3"]
         if any(p.replace(" ", "").startswith("tf-keras") or p.startswith("tf_keras") for p in s.packages.pip):
             yield _f(WARNING, "horovod-keras3", f"TensorFlow {tf} with Horovod {hv} works only through the pinned "
@@ -270,20 +272,39 @@ def horovod_tensorflow(s: Stack) -> Iterator[Finding]:
             yield _f(ERROR, "horovod-keras3", f"{k3['note']} Found TensorFlow {tf} with Horovod {hv}.",
                      ("tensorflow", "version"), k3["issue"])
         return
-    if vtuple(tf)[:2] > vtuple(row["tf_tested_max"]):
+    if parse_version(tf)[:2] > parse_version(row["tf_tested_max"]):
         yield _f(WARNING, "horovod-tf", f"Horovod {hv}'s CI covered TensorFlow up to {row['tf_tested_max']}; "
                  f"TensorFlow {tf} is untested with it{note}", ("tensorflow", "version"), row["source"])
 
 
 @rule
+def tensorflow_package(s: Stack) -> Iterator[Finding]:
+    """The pip package (as written or derived) exists for this TensorFlow and, on a GPU stack, uses the GPU."""
+    package, tf = (s.tensorflow.package or "").split("[")[0].lower().replace("_", "-"), s.tensorflow.version
+    for row in table()["tensorflow_packages"]:
+        if row["package"] != package:
+            continue
+        if "removed" in row and at_least(tf, row["removed"]):
+            yield _f(ERROR, "tf-package", f"there is no {package} {tf}: {row['note']}; use tensorflow",
+                     ("tensorflow", "package"), row["source"])
+        elif s.gpu and row.get("gpu_from") == "never":
+            yield _f(ERROR, "tf-package", f"{package} on a GPU stack: {row['note']}, so the benchmark would not use "
+                     "the GPUs; use tensorflow (or tensorflow-gpu for TF 1.x)", ("tensorflow", "package"),
+                     row["source"])
+        elif s.gpu and row.get("gpu_from") not in (None, "never") and not at_least(tf, row["gpu_from"]):
+            yield _f(ERROR, "tf-package", f"{package} {tf} on a GPU stack: {row['note']}",
+                     ("tensorflow", "package"), row["source"])
+
+
+@rule
 def horovod_python(s: Stack) -> Iterator[Finding]:
     row = _horovod_row(s)
-    if row is None or in_list(s.python, row["python"]):
+    if row is None or in_any_line(s.python, row["python"]):
         return
     hv = s.horovod.version
     supported = ", ".join(row["python"])
-    py = vtuple(s.python)[:2]
-    same_major = [vtuple(p.split("-")[0])[:2] for p in row["python"] if vtuple(p)[:1] == py[:1]]
+    py = parse_version(s.python)[:2]
+    same_major = [parse_version(p.split("-")[0])[:2] for p in row["python"] if parse_version(p)[:1] == py[:1]]
     if not same_major:
         yield _f(ERROR, "horovod-python", f"Horovod {hv} does not support Python {s.python} (supported: {supported})"
                  + (f"; {row['note']}" if row.get("note") else ""), ("python",), row["source"])
@@ -312,7 +333,7 @@ def horovod_build(s: Stack) -> Iterator[Finding]:
     if h.gpu_operations == "MPI":
         yield _f(NOTE, "horovod-gpu-ops", "HOROVOD_GPU_OPERATIONS=MPI is meant for a CUDA-aware MPI "
                  "(Open MPI --with-cuda, ideally over UCX)", ("horovod", "gpu_operations"), "horovod_install")
-    if h.gpu_operations and vtuple(h.version) < (0, 20):
+    if h.gpu_operations and parse_version(h.version) < (0, 20):
         yield _f(NOTE, "horovod-gpu-ops", f"Horovod {h.version} predates HOROVOD_GPU_OPERATIONS (0.20); the image "
                  f"sets HOROVOD_GPU_ALLREDUCE={h.gpu_operations} instead", ("horovod", "gpu_operations"),
                  "horovod_tags")
@@ -345,7 +366,7 @@ def gpudirect_module(s: Stack) -> Iterator[Finding]:
     if not s.driver:
         return
     g = table()["gpudirect"]
-    new = vtuple(s.driver)[:1] >= vtuple(g["driver_switch"])
+    new = parse_version(s.driver)[:1] >= parse_version(g["driver_switch"])
     module = g["after"] if new else g["before"]
     if new and s.gpudirect:
         yield _f(WARNING, "gpudirect", f"driver {s.driver} (R{g['driver_switch']}+) ships {g['after']}; the separate "
@@ -355,28 +376,49 @@ def gpudirect_module(s: Stack) -> Iterator[Finding]:
                  f"(driver {s.driver})", ("driver",), g["source"])
 
 
+# nvidia/cuda tags: <cuda>-[cudnn[N]-]{base|runtime|devel}-<os><version> (compat-facts §5)
+_CUDA_TAG = re.compile(r"(?P<cuda>[0-9]+(?:\.[0-9]+){1,2})-(?:cudnn(?P<cudnn>[0-9]*)-)?(?:base|runtime|devel)-"
+                       r"(?P<os>[a-z]+[0-9.]+)", re.ASCII)
+_CUDA_REPOSITORIES = ("nvidia/cuda", "docker.io/nvidia/cuda", "nvcr.io/nvidia/cuda")
+
+
+def nvidia_cuda_tag(image: str) -> re.Match[str] | None:
+    """The parts of an nvidia/cuda image tag (cuda, cudnn, os), or None for any other image."""
+    repository, _, tag = image.partition(":")
+    if repository not in _CUDA_REPOSITORIES:
+        return None
+    return _CUDA_TAG.fullmatch(tag.split("@")[0])
+
+
 @rule
 def base_image_tag(s: Stack) -> Iterator[Finding]:
-    if not s.cuda or not s.base_image or not s.base_image.startswith("nvidia/cuda:"):
+    """Checks the image the stack builds FROM as derived (nvidia/cuda:12.2.0-... for `cuda: "12.2"`)."""
+    if not s.cuda or not s.base_image:
+        return
+    tag = nvidia_cuda_tag(s.base_image)
+    if tag is None:
         return
     t = table()
-    row = _row(t["cuda_image_os"], "cuda", s.cuda)
-    os_key = _os_key(s)
+    cuda, os_key = tag["cuda"], tag["os"]
+    if not in_release_line(cuda, major_minor(s.cuda)) or os_key != _os_key(s):
+        yield _f(WARNING, "base-image", f"{s.base_image} holds CUDA {cuda} on {os_key}, but the stack pins CUDA "
+                 f"{s.cuda} on {_os_key(s)}", ("base_image",), "cuda_images")
+    row = _row(t["cuda_image_os"], "cuda", cuda)
     if row is not None and os_key not in row["os"]:
-        yield _f(ERROR, "base-image", f"nvidia/cuda publishes no CUDA {mm(s.cuda)} image for {os_key} "
+        yield _f(ERROR, "base-image", f"nvidia/cuda publishes no CUDA {major_minor(cuda)} image for {os_key} "
                  f"(available: {', '.join(row['os'])})", ("os",), "cuda_images")
         return
     eol = t["cuda_image_eol"]
-    if in_list(s.cuda, eol["cuda"]):
-        yield _f(WARNING, "base-image", f"{s.base_image} is past end of life: {eol['note']}; provide it from a "
-                 "local registry or mirror, or build it from NVIDIA's published Dockerfiles", ("base_image",),
-                 eol["source"])
-    elif s.cuda in t["cuda_image_unverified"]["cuda"]:
+    if in_any_line(cuda, eol["cuda"]):
+        yield _f(WARNING, "base-image", f"{s.base_image} (CUDA {cuda}) is past end of life: {eol['note']}; provide "
+                 "it from a local registry or mirror, or build it from NVIDIA's published Dockerfiles",
+                 ("base_image",), eol["source"])
+    elif in_any_line(cuda, t["cuda_image_unverified"]["cuda"]):
         yield _f(NOTE, "base-image", f"{s.base_image}: {t['cuda_image_unverified']['note']}", ("base_image",),
                  "cuda_images")
-    tag = s.base_image.split(":", 1)[1]
+    image_tag = s.base_image.partition(":")[2]
     for shipped in t["cuda_image_cudnn"]:
-        if tag.startswith(shipped["tag"]) and s.cudnn and not matches(shipped["cudnn"], s.cudnn):
+        if image_tag.startswith(shipped["tag"]) and s.cudnn and not in_release_line(shipped["cudnn"], s.cudnn):
             yield _f(NOTE, "base-image", f"{s.base_image} ships cuDNN {shipped['cudnn']}; the image installs the "
                      f"pinned cuDNN {s.cudnn} over it", ("cudnn",), "cuda_images")
 
@@ -390,11 +432,11 @@ def nccl_env(s: Stack) -> Iterator[Finding]:
         if not s.nccl:
             yield _f(NOTE, "nccl-env", f"{name} set on a stack without NCCL has no effect", ("env", name))
             continue
-        if "removed" in entry and vtuple(s.nccl) >= vtuple(entry["removed"]):
+        if "removed" in entry and parse_version(s.nccl) >= parse_version(entry["removed"]):
             why = entry.get("note", f"removed in {entry['removed']}")
             yield _f(WARNING, "nccl-env", f"{name} is ignored by NCCL {s.nccl} ({why}); use {entry['use']}",
                      ("env", name), entry["source"])
-        if "since" in entry and vtuple(s.nccl) < vtuple(entry["since"]):
+        if "since" in entry and parse_version(s.nccl) < parse_version(entry["since"]):
             yield _f(WARNING, "nccl-env", f"{name} does not exist before NCCL {entry['since']}; NCCL {s.nccl} ignores "
                      "it", ("env", name), entry["source"])
 
@@ -404,7 +446,7 @@ def openmpi_known_issues(s: Stack) -> Iterator[Finding]:
     if s.mpi.implementation != "openmpi":
         return
     for entry in table()["openmpi"]:
-        if matches(s.mpi.version, entry["version"]):
+        if in_release_line(s.mpi.version, entry["version"]):
             yield _f(entry["severity"], "openmpi", f"Open MPI {s.mpi.version}: {entry['note']}", ("mpi", "version"),
                      entry["source"])
 
@@ -417,7 +459,7 @@ def distro_python(s: Stack) -> Iterator[Finding]:
                  ("os",), "distro_packages")
         return
     pythons = row["python"] if isinstance(row["python"], list) else [row["python"]]
-    if not in_list(s.python, pythons):
+    if not in_any_line(s.python, pythons):
         if s.os.distro == "debian":
             yield _f(ERROR, "distro-python", f"Debian {s.os.version} ships Python {', '.join(pythons)}; "
                      f"Python {s.python} would need a source build, which repro's images do not do",

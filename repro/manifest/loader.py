@@ -15,10 +15,16 @@ from typing import Any
 import yaml
 
 from repro.errors import Diagnostic, Location, ManifestError
+from repro.inputs import FileProblem, encodable, read_file
 
 MAX_BYTES = 1 << 20  # a stack manifest is a page of text; 1 MiB is generous
 MAX_NODES = 20_000  # bounds alias expansion ("billion laughs")
 MAX_DEPTH = 40
+MAX_INT_DIGITS = 40  # Python refuses to convert more than 4,300 digits; no manifest needs more than a few
+# Tags a manifest may hold, written or implied: plain YAML scalars and collections. Explicit tags such as
+# !!timestamp, !!binary or !!python/... add nothing to a manifest and are refused where they stand.
+SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null"))
+MAPPING_TAG, SEQUENCE_TAG = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 
 FieldPath = tuple[str | int, ...]
 
@@ -39,6 +45,30 @@ _Loader.add_implicit_resolver(
 _Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"), list("-+0123456789"))
 _Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^<<$"), ["<"])
 _Loader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
+_DECIMAL = re.compile(r"[-+]?[0-9]+", re.ASCII)
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    """A decimal integer of bounded length (an explicit !!int 0x1f or 1:20 is refused too)."""
+    text = str(node.value).replace("_", "")
+    if not _DECIMAL.fullmatch(text):
+        raise yaml.constructor.ConstructorError(None, None, f"not a decimal integer: {text[:40]!r}", node.start_mark)
+    if len(text.lstrip("+-")) > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"integer of {len(text.lstrip('+-'))} digits; at most {MAX_INT_DIGITS} are read",
+            node.start_mark)
+    return int(text)
+
+
+def _construct_bool(loader: _Loader, node: yaml.ScalarNode) -> bool:
+    text = str(node.value).lower()
+    if text not in ("true", "false"):
+        raise yaml.constructor.ConstructorError(None, None, f"not true or false: {text[:40]!r}", node.start_mark)
+    return text == "true"
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
 
 
 @dataclass
@@ -108,6 +138,12 @@ class _Walker:
                 [Diagnostic(f"nesting deeper than {MAX_DEPTH} levels", _loc(self.file, node.start_mark))],
             )
         self.doc.values.setdefault(path, _loc(self.file, node.start_mark))
+        allowed = {yaml.MappingNode: {MAPPING_TAG}, yaml.SequenceNode: {SEQUENCE_TAG}}.get(type(node), SCALAR_TAGS)
+        if node.tag not in allowed:
+            self.errors.append(Diagnostic(f"YAML tag {node.tag.replace('tag:yaml.org,2002:', '!!')} is not "
+                                          "supported in a manifest", _loc(self.file, node.start_mark), dotted(path),
+                                          hint="write the plain value, without a tag"))
+            return None
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
@@ -134,12 +170,20 @@ class _Walker:
                     Diagnostic("a key must be a plain name", where, dotted(path), "a string key", "a collection")
                 )
                 continue
+            if key_node.tag not in SCALAR_TAGS:
+                self.errors.append(Diagnostic("a key must be a plain name", where, dotted(path), "a string key",
+                                              key_node.tag.replace("tag:yaml.org,2002:", "!!")))
+                continue
             key = self.loader.construct_object(key_node)
             if not isinstance(key, str):
                 key = str(key) if key is not None else ""
                 if not key:
                     self.errors.append(Diagnostic("empty key", where, dotted(path), "a field name", "nothing"))
                     continue
+            if not key.isprintable() or len(key) > 200 or not encodable(key):
+                self.errors.append(Diagnostic("a key must be a plain name", where, dotted(path),
+                                              "a field name", ascii(key[:60])))
+                continue
             if key in first_seen:
                 first = first_seen[key]
                 self.errors.append(
@@ -155,6 +199,22 @@ class _Walker:
             self.doc.keys[(*path, key)] = where
             out[key] = self.walk(value_node, (*path, key), depth + 1)
         return out
+
+
+def _too_deep(text: str, file: str) -> Location:
+    """Where nesting first goes deeper than MAX_DEPTH, found with the (non-recursive) scanner."""
+    depth = 0
+    opening = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
+               yaml.BlockMappingStartToken)
+    closing = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            depth += isinstance(token, opening) - isinstance(token, closing)
+            if depth > MAX_DEPTH:
+                return _loc(file, token.start_mark)
+    except (yaml.YAMLError, RecursionError):
+        pass
+    return Location(file, 1, 1)
 
 
 def _decode(file: str, raw: bytes) -> str:
@@ -174,8 +234,9 @@ def _decode(file: str, raw: bytes) -> str:
                         found=f"byte 0x{raw[exc.start]:02x}")],
         ) from None
     if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
-        raise ManifestError("not a text file", [Diagnostic("NUL byte in file", Location(file, line))])
+        at = text.index("\x00")
+        line, column = text[:at].count("\n") + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+        raise ManifestError("not a text file", [Diagnostic("NUL byte in file", Location(file, line, column))])
     return text
 
 
@@ -196,7 +257,8 @@ def parse(text_or_bytes: str | bytes, file: str) -> Document:
     try:
         node = loader.get_single_node()
         if node is None:
-            raise ManifestError("empty manifest", [Diagnostic("the file holds no YAML document", Location(file))])
+            where = Location(file, 1, 1) if text.strip() else Location(file)  # comments only: it has lines
+            raise ManifestError("empty manifest", [Diagnostic("the file holds no YAML document", where)])
         walker = _Walker(file, loader)
         data = walker.walk(node, (), 0)
     except yaml.MarkedYAMLError as exc:
@@ -207,7 +269,7 @@ def parse(text_or_bytes: str | bytes, file: str) -> Document:
         raise ManifestError("invalid YAML", [Diagnostic(str(exc).splitlines()[0], Location(file))]) from None
     except RecursionError:
         raise ManifestError(
-            "document nested too deeply", [Diagnostic("nesting too deep to read", Location(file))]
+            "document nested too deeply", [Diagnostic(f"nesting deeper than {MAX_DEPTH} levels", _too_deep(text, file))]
         ) from None
     finally:
         loader.dispose()
@@ -224,16 +286,10 @@ def parse(text_or_bytes: str | bytes, file: str) -> Document:
 
 
 def load(path: str | Path) -> Document:
-    """Read and parse a manifest file; a missing or unreadable file is a ManifestError."""
-    p = Path(path)
+    """Read and parse a manifest file; a missing, special (FIFO, device) or unreadable file is a ManifestError."""
     file = str(path)
     try:
-        with p.open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise ManifestError("no such file", [Diagnostic("file not found", Location(file))]) from None
-    except IsADirectoryError:
-        raise ManifestError("not a file", [Diagnostic("is a directory", Location(file))]) from None
-    except OSError as exc:
-        raise ManifestError("cannot read file", [Diagnostic(exc.strerror or str(exc), Location(file))]) from None
+        raw = read_file(path, MAX_BYTES)
+    except FileProblem as exc:
+        raise ManifestError(f"cannot read file: {exc}", [Diagnostic(str(exc), Location(file))]) from None
     return parse(raw, file)

@@ -6,7 +6,6 @@ Every problem of a file is reported together, each located at file:line:column w
 from __future__ import annotations
 
 import difflib
-import os
 import typing
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
+from repro import inputs
 from repro.errors import Diagnostic, Location, ManifestError
 from repro.manifest import loader
 from repro.manifest.derive import derive
@@ -61,55 +61,97 @@ class LoadedStack:
         return image_hash(self.stack)
 
 
+@dataclass(frozen=True)
+class ChainedLocation(Location):
+    """A place in a file reached through `extends`: 'child.yaml:2:10: extends parent.yaml → parent.yaml:7:3'.
+
+    file, line and column are the place itself; `via` holds each `extends:` on the way, from the leaf.
+    """
+
+    via: tuple[tuple[Location, str], ...] = ()
+
+    def __str__(self) -> str:
+        hops = "".join(f"{where}: extends {target} → " for where, target in self.via)
+        return hops + Location.__str__(self)
+
+
+def _chained(loc: Location | None, via: tuple[tuple[Location, str], ...]) -> Location | None:
+    if loc is None or not via:
+        return loc
+    return ChainedLocation(loc.file, loc.line, loc.column, via)
+
+
+def _rechain(doc: Document, via: tuple[tuple[Location, str], ...]) -> None:
+    """Make every location of a parent document say how the leaf reached it."""
+    for table in (doc.values, doc.keys):
+        for path, loc in table.items():
+            table[path] = _chained(loc, via)
+
+
+def _bad_extends(doc: Document, message: str, found: str, expected: str = "") -> ManifestError:
+    return ManifestError(f"{doc.file}: bad extends",
+                         [Diagnostic(message, doc.where(("extends",)), "extends", expected, found)])
+
+
 def _parent_path(doc: Document, value: Any) -> Path:
     if not isinstance(value, str) or not value.strip():
-        raise ManifestError(
-            f"{doc.file}: bad extends",
-            [Diagnostic("extends must name another manifest file", doc.where(("extends",)), "extends",
-                        "a file name such as tf110-cuda91.yaml", repr(value))],
-        )
+        raise _bad_extends(doc, "extends must name another manifest file", repr(value),
+                           "a file name such as tf110-cuda91.yaml")
+    why = inputs.PATH.problem(value)
+    if why:
+        raise _bad_extends(doc, f"extends: {why}", ascii(value[:60]), "a file name such as tf110-cuda91.yaml")
     base = Path(doc.file).parent
     candidate = base / value
-    if not candidate.exists() and not candidate.suffix:
+    if not candidate.suffix and not candidate.exists():
         for suffix in (".yaml", ".yml"):
             if (base / (value + suffix)).exists():
                 return base / (value + suffix)
     return candidate
 
 
+def _load_parent(path: Path, child: Document, via: tuple[tuple[Location, str], ...]) -> Document:
+    """Load a file that `child` extends; its problems are located through the extends chain."""
+    try:
+        return loader.load(path)
+    except ManifestError as exc:
+        if all(d.location is None or d.location.line is None for d in exc.diagnostics):
+            # the file itself is missing or unreadable: say so at the child's extends line
+            why = "; ".join(d.message for d in exc.diagnostics) or exc.message
+            target = child.data.get("extends")
+            raise ManifestError(f"{child.file}: extends a file that cannot be read", [Diagnostic(
+                f"extends '{target}': {why} ({path})", child.where(("extends",)), "extends",
+                "an existing manifest file", str(path))]) from None
+        diags = [Diagnostic(d.message, _chained(d.location, via), d.path, d.expected, d.found, d.hint, d.severity)
+                 for d in exc.diagnostics]
+        raise ManifestError(exc.message, diags, hint=exc.hint) from None
+
+
 def _read_chain(path: Path) -> list[Document]:
     """The documents from the root ancestor down to `path`."""
-    chain: list[Document] = []
-    seen: list[Path] = []
-    current = path
-    while True:
-        real = current.resolve()
-        if real in seen:
-            names = " -> ".join(os.path.relpath(p) for p in [*seen, real])
-            child = chain[-1]
+    chain: list[Document] = [loader.load(path)]
+    seen = [inputs.file_identity(path)]
+    via: tuple[tuple[Location, str], ...] = ()
+    while "extends" in chain[-1].data:
+        child = chain[-1]
+        if len(chain) > MAX_EXTENDS_DEPTH:
+            raise ManifestError(
+                f"{child.file}: extends chain too long",
+                [Diagnostic(f"more than {MAX_EXTENDS_DEPTH} levels of extends", child.where(("extends",)), "extends")])
+        current = _parent_path(child, child.data["extends"])
+        hop = child.where(("extends",))  # the place itself: the hops before it are already in `via`
+        via = (*via, (Location(hop.file, hop.line, hop.column), str(child.data["extends"])))
+        identity = inputs.file_identity(current)
+        if identity is not None and identity in seen:
+            names = " -> ".join([*(d.file for d in chain), str(current)])
             raise ManifestError(
                 f"{child.file}: extends cycle",
                 [Diagnostic(f"extends cycle: {names}", child.where(("extends",), key=True), "extends",
                             "a chain of stacks that ends", "a cycle")],
             )
-        if len(seen) >= MAX_EXTENDS_DEPTH:
-            raise ManifestError(
-                f"{chain[-1].file}: extends chain too long",
-                [Diagnostic(f"more than {MAX_EXTENDS_DEPTH} levels of extends", chain[-1].where(("extends",)))],
-            )
-        if chain and not current.exists():
-            child = chain[-1]
-            raise ManifestError(
-                f"{child.file}: extends a missing file",
-                [Diagnostic(f"extends '{child.data.get('extends')}': no such file ({current})",
-                            child.where(("extends",)), "extends", "an existing manifest", str(current))],
-            )
-        doc = loader.load(current)
+        doc = _load_parent(current, child, via)
+        _rechain(doc, via)
         chain.append(doc)
-        seen.append(real)
-        if "extends" not in doc.data:
-            break
-        current = _parent_path(doc, doc.data["extends"])
+        seen.append(identity)
     chain.reverse()
     return chain
 
@@ -177,6 +219,10 @@ def _diagnostics(exc: ValidationError, lookup) -> list[Diagnostic]:
         kind = err["type"]
         msg = err["msg"].removeprefix("Value error, ")
         ctx = err.get("ctx") or {}
+        if kind == "model_workload":
+            out.append(Diagnostic(msg, lookup((*loc, "model"), False), dotted((*loc, "model")),
+                                  found=_short(ctx.get("model"))))
+            continue
         if kind == "gpu_fields":
             for name in ctx.get("fields", []):
                 path = tuple(name.split("."))
@@ -243,5 +289,5 @@ def load_stack(path: str | Path) -> LoadedStack:
         raise ManifestError(f"{leaf.file} is not a valid stack", diags) from None
     except (TypeError, ValueError, RecursionError, PydanticCustomError) as exc:  # defensive: never a traceback
         raise ManifestError(f"{leaf.file} is not a valid stack",
-                            [Diagnostic(str(exc), Location(leaf.file))]) from None
+                            [Diagnostic(str(exc), Location(leaf.file, 1, 1))]) from None
     return LoadedStack(derive(stack), leaf.file, tuple(d.file for d in reversed(chain)), values, keys)

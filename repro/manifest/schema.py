@@ -6,58 +6,86 @@ TensorFlow package) are filled in by repro.manifest.derive, not here.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
-_DOTTED = re.compile(r"^\d+(\.\d+){0,3}$")
-_OFED = re.compile(r"^\d+\.\d+-\d+(\.\d+){0,4}$")
-_NCCL = re.compile(r"^\d+\.\d+\.\d+(-\d+)?$")
+from repro import inputs
+from repro.inputs import Kind
+
+MAX_BATCH = 1 << 20
+MAX_STEPS = 10_000_000
 
 
 def _as_text(value: object) -> object:
-    # YAML gives `driver: 440` as an int; a version is text.
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
+    # YAML gives `driver: 440` as an int; a version is text. (The loader never yields floats: `10.10`
+    # stays the text "10.10".) Integers the loader let through are at most 40 digits long.
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return str(value)
     return value
 
 
-def _checker(pattern: re.Pattern[str], example: str):
-    def check(value: str) -> str:
-        if not pattern.match(value):
-            raise ValueError(f"malformed version '{value}': expected something like {example}")
-        return value
-
-    return check
+def _version(kind: Kind, example: str):
+    """A version field: text checked against `kind`; a bare YAML number is taken as its text."""
+    schema = {"anyOf": [kind.json_schema(), {"type": "number", "minimum": 0}],
+              "examples": [example]}
+    return Annotated[str, BeforeValidator(_as_text), AfterValidator(kind.check), WithJsonSchema(schema)]
 
 
-Version = Annotated[str, BeforeValidator(_as_text), AfterValidator(_checker(_DOTTED, "10.0 or 9.1.85"))]
-OfedVersion = Annotated[str, BeforeValidator(_as_text), AfterValidator(_checker(_OFED, "4.7-3 or 4.7-3.2.9.0"))]
-NcclVersion = Annotated[str, BeforeValidator(_as_text), AfterValidator(_checker(_NCCL, "2.5.6 or 2.5.6-1"))]
-EnvName = Annotated[str, AfterValidator(_checker(re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$"), "NCCL_DEBUG"))]
+def _text(kind: Kind):
+    """A text field checked against `kind` at the input boundary."""
+    return Annotated[str, AfterValidator(kind.check), WithJsonSchema(kind.json_schema())]
+
+
+Version = _version(inputs.VERSION, "2.15.1")
+OfedVersion = _version(inputs.OFED_VERSION, "4.7-3.2.9.0")
+NcclVersion = _version(inputs.NCCL_VERSION, "2.5.6")
+ModuleVersion = _version(inputs.MODULE_VERSION, "1.0-8")
+EnvName = _text(inputs.ENV_NAME)
+EnvValue = Annotated[str, BeforeValidator(_as_text), AfterValidator(inputs.TEXT.check),
+                     WithJsonSchema({"anyOf": [inputs.TEXT.json_schema(), {"type": "integer", "minimum": 0}]})]
+PipRequirement = _text(inputs.PIP_REQUIREMENT)
+PipProject = _text(inputs.PIP_PROJECT)
+AptPackage = _text(inputs.APT_PACKAGE)
+ImageReference = _text(inputs.IMAGE_REFERENCE)
+StackName = _text(inputs.STACK_NAME)
+Description = _text(inputs.DESCRIPTION)
+
+# Models the workloads know (repro.workloads.models, launch.tfcnn): kept here so the manifest layer imports
+# nothing above it; tests/unit/test_manifest_boundary.py checks they match the workloads' own lists.
+CNN_MODELS = ("resnet50", "resnet101", "resnet152", "inception3", "vgg16", "vgg19", "resnet20", "resnet32",
+              "resnet56")
+TTA_MODELS = (*CNN_MODELS, "digits_cnn")
+TF_CNN_BENCHMARKS_MODELS = (
+    "alexnet", "googlenet", "inception3", "inception4", "lenet", "mobilenet", "nasnet", "nasnetlarge", "overfeat",
+    "resnet50", "resnet50_v1.5", "resnet50_v2", "resnet101", "resnet101_v2", "resnet152", "resnet152_v2",
+    "trivial", "vgg11", "vgg16", "vgg19", "resnet20", "resnet20_v2", "resnet32", "resnet32_v2", "resnet44",
+    "resnet44_v2", "resnet56", "resnet56_v2", "resnet110", "resnet110_v2", "densenet40_k12", "densenet100_k12",
+    "densenet100_k24",
+)
+MODELS_BY_WORKLOAD = {"cnn": CNN_MODELS, "tta": TTA_MODELS, "tf_cnn_benchmarks": TF_CNN_BENCHMARKS_MODELS}
+ALL_MODELS = tuple(sorted({*TTA_MODELS, *TF_CNN_BENCHMARKS_MODELS}))
+Model = Literal[ALL_MODELS]  # type: ignore[valid-type]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    # No whitespace stripping: a value is taken as written, so the editor schema and repro agree on it.
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class OS(_Model):
     """Operating system of the image (and, for bare-metal runs, of the hosts)."""
 
     distro: Literal["ubuntu", "debian", "centos", "rockylinux"] = Field(
-        description="ubuntu, debian, centos or rockylinux"
-    )
-    version: Version = Field(description="Distribution release, e.g. 18.04 or 12")
+        description="Linux distribution of the image: ubuntu, debian, centos or rockylinux")
+    version: Version = Field(description="distribution release, e.g. 18.04 or 12 (write it quoted)")
 
 
 class MPI(_Model):
     """MPI implementation built into the image."""
 
-    implementation: Literal["openmpi", "mvapich2"] = "openmpi"
+    implementation: Literal["openmpi", "mvapich2"] = Field("openmpi", description="openmpi or mvapich2")
     version: Version = Field(description="MPI version, e.g. 4.0.0")
 
 
@@ -65,71 +93,88 @@ class TensorFlow(_Model):
     """TensorFlow as installed in the image."""
 
     version: Version = Field(description="TensorFlow version, e.g. 1.14.0 or 2.15.1")
-    package: str | None = Field(
-        None, description="pip package; derived: tensorflow-gpu (GPU, TF 1.x), tensorflow (GPU, 2.x), tensorflow-cpu"
-    )
+    package: PipProject | None = Field(
+        None, description="pip package; derived: tensorflow-gpu (GPU, TF 1.x), tensorflow (GPU, 2.x), tensorflow-cpu")
     build: Literal["binary", "source"] = Field(
         "binary",
-        description="binary: the official wheel from the index; source: a wheel you built, taken from the wheelhouse",
-    )
+        description="binary: the official wheel from the index; source: a wheel you built, taken from the wheelhouse")
 
 
 class Horovod(_Model):
     """Horovod version and build options (HOROVOD_* build variables)."""
 
     version: Version = Field(description="Horovod version, e.g. 0.28.1")
-    gpu_operations: Literal["NCCL", "MPI"] | None = Field(None, description="GPU stacks only: HOROVOD_GPU_OPERATIONS")
-    with_mpi: bool = True
-    with_gloo: bool = True
+    gpu_operations: Literal["NCCL", "MPI"] | None = Field(
+        None, description="GPU stacks only: HOROVOD_GPU_OPERATIONS, NCCL or MPI")
+    with_mpi: bool = Field(True, description="build with the MPI controller (HOROVOD_WITH_MPI)")
+    with_gloo: bool = Field(True, description="build with the Gloo controller (HOROVOD_WITH_GLOO)")
 
 
 class Packages(_Model):
     """Extra packages installed into the image."""
 
-    apt: list[str] = Field(default_factory=list)
-    pip: list[str] = Field(default_factory=list)
+    apt: list[AptPackage] = Field(default_factory=list, max_length=200,
+                                  description="Debian/Ubuntu packages, e.g. libnuma1 or curl=7.88.1-10")
+    pip: list[PipRequirement] = Field(default_factory=list, max_length=200,
+                                      description="pip requirements without markers, e.g. six==1.16.0")
 
 
 class Container(_Model):
     """How the stack's container is reached by the multi-node launch (seed 003's `sshd -p 50000`)."""
 
-    ssh_port: int = Field(50000, ge=1, le=65535)
+    ssh_port: int = Field(50000, ge=1, le=65535, description="port of the container's sshd for mpirun")
 
 
 class Benchmark(_Model):
     """Defaults for `repro bench` with this stack; every one can be overridden on the command line."""
 
-    workload: Literal["cnn", "tf_cnn_benchmarks", "allreduce", "tta"] = "cnn"
-    model: str = "resnet50"
-    batch_size: int = Field(64, ge=1, description="per-worker batch size")
-    warmup_steps: int = Field(10, ge=0)
-    steps: int = Field(100, ge=1, description="measured steps after warm-up")
-    xla: bool = False
-    fp16: bool = False
+    workload: Literal["cnn", "tf_cnn_benchmarks", "allreduce", "tta"] = Field(
+        "cnn", description="cnn (throughput), tf_cnn_benchmarks, allreduce (all-reduce sweep) or tta "
+        "(time to accuracy)")
+    model: Model = Field("resnet50", description="the model to train; cnn: " + ", ".join(CNN_MODELS)
+                         + "; tta also digits_cnn; tf_cnn_benchmarks: its own model names")
+    batch_size: int = Field(64, ge=1, le=MAX_BATCH, description="per-worker batch size")
+    warmup_steps: int = Field(10, ge=0, le=MAX_STEPS, description="steps run before measuring")
+    steps: int = Field(100, ge=1, le=MAX_STEPS, description="measured steps after warm-up")
+    xla: bool = Field(False, description="compile with XLA")
+    fp16: bool = Field(False, description="mixed precision (fp16) instead of fp32")
     data_format: Literal["NCHW", "NHWC"] | None = Field(None, description="derived: NCHW on GPU, NHWC on CPU")
+
+    @model_validator(mode="after")
+    def _model_fits_workload(self) -> Benchmark:
+        known = MODELS_BY_WORKLOAD.get(self.workload)
+        if known is not None and self.model not in known:
+            raise PydanticCustomError("model_workload", "workload {workload} has no model {model}; it knows: {known}",
+                                      {"workload": self.workload, "model": self.model, "known": ", ".join(known)})
+        return self
 
 
 class Stack(_Model):
     """A pinned software stack: OS, GPU libraries, MPI, Python, TensorFlow, Horovod and run settings."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=80)
-    description: str = ""
-    os: OS
-    base_image: str | None = Field(None, description="derived from CUDA/cuDNN/OS when absent")
-    driver: Version | None = Field(None, description="minimum NVIDIA driver on the hosts (GPU stacks)")
-    cuda: Version | None = None
-    cudnn: Version | None = None
-    nccl: NcclVersion | None = None
-    mpi: MPI
-    ofed: OfedVersion | None = Field(None, description="Mellanox OFED user space in the image")
-    gpudirect: str | None = Field(None, description="GPUDirect RDMA peer-memory module version on the hosts")
+    name: StackName = Field(description="label of the stack; defaults to the file name without .yaml")
+    description: Description = Field("", description="one line saying what the stack is")
+    os: OS = Field(description="operating system of the image")
+    base_image: ImageReference | None = Field(
+        None, description="image to build FROM; derived: nvidia/cuda:<cuda>-cudnn<N>-devel-<os> for GPU stacks, "
+        "<distro>:<version> for CPU stacks")
+    driver: Version | None = Field(None, description="minimum NVIDIA driver on the hosts (GPU stacks), e.g. 440.33.01")
+    cuda: Version | None = Field(None, description="CUDA toolkit; setting it makes a GPU stack, e.g. 10.0 or 12.2.2")
+    cudnn: Version | None = Field(None, description="cuDNN (GPU stacks), e.g. 7.6.5")
+    nccl: NcclVersion | None = Field(None, description="NCCL (GPU stacks), e.g. 2.5.6")
+    mpi: MPI = Field(description="MPI implementation and version in the image")
+    ofed: OfedVersion | None = Field(None, description="Mellanox OFED user space in the image, e.g. 4.7-3.2.9.0")
+    gpudirect: ModuleVersion | None = Field(
+        None, description="GPUDirect RDMA peer-memory module version on the hosts, e.g. 1.0-8")
     python: Version = Field(description="Python version in the image, e.g. 3.11 or 2.7")
-    tensorflow: TensorFlow
-    horovod: Horovod
-    packages: Packages = Field(default_factory=Packages)
-    env: dict[EnvName, str] = Field(default_factory=dict, description="NCCL_*, HOROVOD_*, OMPI_MCA_* at launch")
-    container: Container = Field(default_factory=Container)
-    benchmark: Benchmark = Field(default_factory=Benchmark)
+    tensorflow: TensorFlow = Field(description="TensorFlow version, package and build")
+    horovod: Horovod = Field(description="Horovod version and build options")
+    packages: Packages = Field(default_factory=Packages, description="extra apt and pip packages in the image")
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=500,
+                                         description="launch environment: NCCL_*, HOROVOD_*, OMPI_MCA_*; "
+                                         "`NAME: null` in a stack that extends another removes an inherited one")
+    container: Container = Field(default_factory=Container, description="the container's sshd")
+    benchmark: Benchmark = Field(default_factory=Benchmark, description="defaults for `repro bench`")
 
     @property
     def gpu(self) -> bool:
@@ -161,16 +206,3 @@ class Stack(_Model):
 # Accepted in a manifest file but consumed by the resolver, never part of a Stack.
 RESOLVER_KEYS = frozenset({"extends"})
 
-
-def json_schema() -> dict:
-    """JSON Schema of a manifest file, for editors' YAML completion."""
-    schema = Stack.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "repro stack manifest"
-    schema["properties"]["extends"] = {
-        "type": "string",
-        "description": "another manifest (path relative to this file) whose fields this one overrides",
-    }
-    # name defaults to the file name, so it is not required in the file itself
-    schema["required"] = [r for r in schema.get("required", []) if r != "name"]
-    return schema

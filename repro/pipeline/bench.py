@@ -113,7 +113,7 @@ class Sweep:
     def context(self, loaded: LoadedStack, options: BenchOptions, point: Settings, run_id: str) -> PlanContext:
         stack = loaded.stack
         # pass the HCAs into the containers where the inventory says so or `repro prepare` found some
-        infiniband = any(bool(p.host.vars.get("repro_infiniband")) or bool(self.facts.get(p.host.name)
+        infiniband = any(p.host.infiniband or bool(self.facts.get(p.host.name)
                          and self.facts[p.host.name].pci.mellanox) for p in self.placements[point.workers])
         python = f"python{stack.python.split('.')[0]}" if RUNTIMES.get(self.runtime).needs_image else None
         return PlanContext(run_id=run_id, stack_env=dict(stack.env), gpu=stack.gpu, image=self.image_ref,

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from repro.manifest import load_stack
-from repro.manifest.compat import check, in_list, matches, table
+from repro.manifest.compat import check, table
+from repro.manifest.versions import in_any_line, in_release_line
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPAT = ROOT / "tests" / "data" / "stacks" / "compat"
@@ -32,6 +33,11 @@ def findings(path: Path, severity: str | None = None) -> dict[str, list]:
         ("tf216-hvd0281.yaml", "horovod-keras3", ["Keras 3"]),
         ("cudnn-cuda-mismatch.yaml", "cudnn-cuda", ["9.1"]),
         ("cuda10-ubuntu20.yaml", "base-image", ["ubuntu20.04"]),
+        ("cudnn-two-part-mismatch.yaml", "cudnn-cuda", ["cuDNN 7.1", "9.2, 9.1, 9.0, 8.0", "CUDA 10.0"]),
+        ("hvd027-tf212.yaml", "horovod-tf", ["Horovod 0.27.0 does not work with TensorFlow 2.12", "#3864",
+                                             ">= 0.28.0"]),
+        ("tf212-gpu-package.yaml", "tf-package", ["tensorflow-gpu", "2.12.0 removed"]),
+        ("cpu-package-on-gpu.yaml", "tf-package", ["tensorflow-cpu", "GPU"]),
     ],
 )
 def test_incompatible_stacks_are_errors_with_reason_and_source(file, rule, words):
@@ -92,13 +98,51 @@ def test_minor_version_compatibility_downgrades_driver_error_to_warning(tmp_path
 
 
 def test_version_line_matching():
-    assert matches("7.4.2", "7.4") and not matches("7.40", "7.4")
-    assert matches("11.7.1", "11.x") and not matches("12.0", "11.x")
-    assert in_list("3.5", ["2.7", "3.3-3.6"]) and not in_list("3.7", ["2.7", "3.3-3.6"])
+    assert in_release_line("7.4.2", "7.4") and not in_release_line("7.40", "7.4")
+    assert in_release_line("11.7.1", "11.x") and not in_release_line("12.0", "11.x")
+    assert in_any_line("3.5", ["2.7", "3.3-3.6"]) and not in_any_line("3.7", ["2.7", "3.3-3.6"])
 
 
 def test_every_table_row_has_a_source():
     t = table()
-    for name in ("tensorflow_builds", "cudnn_cuda", "nccl_cuda", "horovod", "ofed_os", "nccl_env", "openmpi"):
+    for name in ("tensorflow_builds", "cudnn_cuda", "nccl_cuda", "horovod", "ofed_os", "nccl_env", "openmpi",
+                 "horovod_tf_fixes", "tensorflow_packages"):
         for row in t[name]:
             assert row.get("source") in t["sources"], (name, row)
+
+
+def test_end_of_life_is_judged_on_the_derived_image_tag():
+    """cuda "12.2" is not in the end-of-life list as written, but the tag it derives, 12.2.0, is."""
+    loaded = load_stack(COMPAT / "cuda122-two-part-eol.yaml")
+    assert loaded.stack.base_image == "nvidia/cuda:12.2.0-cudnn8-devel-ubuntu22.04"
+    (f,) = [f for f in check(loaded) if f.rule == "base-image"]
+    assert f.severity == "warning" and "end of life" in f.message and "12.2.0" in f.message
+    assert f.location.line == 4  # derived from the cuda line
+    current = findings(ROOT / "stacks" / "tf215-cuda122.yaml")  # 12.2.2: not end of life (unverified note)
+    assert [x.severity for x in current["base-image"]] == ["note"]
+
+
+def test_a_two_part_cudnn_is_matched_against_its_release_line():
+    result = findings(COMPAT / "cudnn-two-part.yaml")
+    assert "cudnn-cuda" not in result  # 7.1.3 was published for CUDA 9.1
+
+
+def test_a_horovod_release_with_a_documented_problem_is_a_warning_with_its_source():
+    (f,) = findings(COMPAT / "hvd0211-tf24.yaml")["horovod-tf"]
+    assert f.severity == "warning" and "#2647" in f.message and "CHANGELOG" in f.source
+
+
+def test_a_documented_break_replaces_the_untested_warning():
+    result = findings(COMPAT / "hvd027-tf212.yaml")
+    assert [f.severity for f in result["horovod-tf"]] == ["error"]
+    assert "untested" not in result["horovod-tf"][0].message
+
+
+def test_a_base_image_written_by_hand_must_hold_the_pinned_cuda():
+    (mismatch,) = [f for f in findings(COMPAT / "base-image-mismatch.yaml")["base-image"] if "pins" in f.message]
+    assert mismatch.severity == "warning" and "CUDA 11.8.0" in mismatch.message and "12.2.2" in mismatch.message
+
+
+def test_shipped_stacks_meet_no_changelog_break():
+    for path in sorted((ROOT / "stacks").glob("*.yaml")):
+        assert not [f for f in check(load_stack(path)) if f.rule == "horovod-tf" and f.severity == "error"], path

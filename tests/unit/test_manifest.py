@@ -173,6 +173,32 @@ def test_inherited_field_errors_point_into_the_parent_file():
     (py,) = [f for f in check(loaded) if f.rule == "horovod-python"]
     assert py.location.file.endswith("stacks/tf110-cuda91.yaml")
     assert py.location.line == 13
+    # and say how the leaf got there: each extends line on the way
+    hops = str(py.location).split(" → ")
+    assert hops[0].endswith("hvd020-py27.yaml:2:10: extends ../../../../stacks/tf114-cuda10.yaml")
+    assert hops[1].endswith("tf114-cuda10.yaml:3:10: extends tf110-cuda91.yaml")
+    assert hops[2].endswith("tf110-cuda91.yaml:13:1")
+
+
+def test_an_error_inside_an_extends_target_names_the_child_and_its_extends_line(tmp_path):
+    (tmp_path / "parent.yaml").write_text("# parent\nos: {distro: ubuntu, version: [1, 2}\n")
+    (tmp_path / "child.yaml").write_text("description: x\nextends: parent.yaml\n")
+    (d,) = diagnostics(tmp_path / "child.yaml")
+    text = d.render()
+    assert text.startswith(f"{tmp_path / 'child.yaml'}:2:10: extends parent.yaml → {tmp_path / 'parent.yaml'}:2:")
+    assert d.location.file.endswith("parent.yaml") and d.location.line == 2
+
+
+@pytest.mark.parametrize("target, words", [
+    ("loop.yaml", "symbolic link loop"), ("fifo.yaml", "named pipe"), ("/dev/zero", "character device"),
+    ('"a\\0b.yaml"', "control characters"), ('"\\ud800.yaml"', "surrogate"),
+])
+def test_extends_to_special_files_is_refused_at_the_extends_line(tmp_path, target, words):
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    os.mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "child.yaml").write_text(f"description: x\nextends: {target}\n")
+    (d,) = diagnostics(tmp_path / "child.yaml")
+    assert words in d.message and d.path == "extends" and (d.location.line, d.location.column) == (2, 10)
 
 
 def test_hash_ignores_comments_order_and_name_but_not_versions(tmp_path):

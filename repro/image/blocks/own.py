@@ -325,6 +325,6 @@ class Workloads(bb_base):
 
 
 def _vtuple(text: str) -> tuple[int, ...]:
-    from repro.manifest.compat import vtuple
+    from repro.manifest.versions import parse_version
 
-    return tuple(vtuple(text))
+    return tuple(parse_version(text))

@@ -14,8 +14,9 @@ from hpccm.building_blocks import apt_get, mlnx_ofed, mvapich2, openmpi, python,
 from hpccm.primitives import baseimage
 
 from repro.image.blocks import formats, own, safe
-from repro.manifest.compat import mm, table, vtuple
+from repro.manifest.compat import table
 from repro.manifest.schema import Stack
+from repro.manifest.versions import major_minor, parse_version
 
 # tensorflow/benchmarks keeps one branch per TF 1.x release line; each pin is the branch's head commit.
 TF_BENCHMARKS = {
@@ -93,22 +94,22 @@ def wheel_matches(filename: str, project: str, version: str, python: str) -> boo
 
 def tf_benchmarks_pin(tf_version: str) -> tuple[str, str] | None:
     """tensorflow/benchmarks branch and commit for a TF 1.x release (the newest branch not past it)."""
-    v = vtuple(tf_version)[:2]
+    v = parse_version(tf_version)[:2]
     if v[0] != 1:
         return None
-    fitting = [key for key in TF_BENCHMARKS if vtuple(key) <= v]
-    return TF_BENCHMARKS[max(fitting, key=vtuple)] if fitting else None
+    fitting = [key for key in TF_BENCHMARKS if parse_version(key) <= v]
+    return TF_BENCHMARKS[max(fitting, key=parse_version)] if fitting else None
 
 
 def nccl_package_version(nccl: str, cuda: str) -> str:
     """libnccl2's package version: '2.5.6' on CUDA 10.0 -> '2.5.6-1+cuda10.0'."""
-    return f"{nccl if '-' in nccl else nccl + '-1'}+cuda{mm(cuda)}"
+    return f"{nccl if '-' in nccl else nccl + '-1'}+cuda{major_minor(cuda)}"
 
 
 def cudnn_package_version(cudnn: str, cuda: str) -> str:
     """libcudnnN's package version: '7.6.5' on CUDA 10.0 -> '7.6.5.32-1+cuda10.0'."""
     full = CUDNN_BUILDS.get(cudnn, cudnn if cudnn.count(".") >= 3 else cudnn + ".*")
-    return f"{full}-1+cuda{mm(cuda)}"
+    return f"{full}-1+cuda{major_minor(cuda)}"
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def _plan(s: Stack, o: RenderOptions) -> _Plan:
     hvd_wheel = next((w for w in o.wheels if wheel_matches(w, "horovod", s.horovod.version, s.python)), None)
     distro_mpi = (not s.gpu and s.mpi.implementation == "openmpi"
                   and distro_packages(s).get("openmpi") == s.mpi.version)
-    return _Plan(py2=s.python.startswith("2"), python_in_distro=mm(s.python) in pythons,
+    return _Plan(py2=s.python.startswith("2"), python_in_distro=major_minor(s.python) in pythons,
                  compiles=hvd_wheel is None, distro_mpi=distro_mpi, hvd_wheel=hvd_wheel,
                  tf_source=s.tensorflow.build == "source")
 
@@ -142,7 +143,7 @@ def _os_packages(s: Stack, o: RenderOptions, p: _Plan) -> list[str]:
     if p.distro_mpi:
         wanted.update(("openmpi-bin", "libopenmpi-dev") if p.compiles else ("openmpi-bin",))
     if p.compiles:
-        wanted.update(("cmake", "g++", "make") if vtuple(s.horovod.version) >= (0, 20) else ("g++", "make"))
+        wanted.update(("cmake", "g++", "make") if parse_version(s.horovod.version) >= (0, 20) else ("g++", "make"))
     if p.py2:
         wanted.add("python-pip")
     elif p.python_in_distro:
@@ -154,7 +155,7 @@ def _os_packages(s: Stack, o: RenderOptions, p: _Plan) -> list[str]:
 
 
 def _python_blocks(s: Stack, p: _Plan) -> list[tuple[str, object]]:
-    want = tuple(vtuple(s.python)[:2])
+    want = tuple(parse_version(s.python)[:2])
     bootstrap = list(next(pins for floor, pins in PIP_BOOTSTRAP if want >= floor))
     if p.py2 or p.python_in_distro:
         installed = python(python2=p.py2, python3=not p.py2, devel=p.compiles)
@@ -174,7 +175,7 @@ def _mpi_blocks(s: Stack, p: _Plan) -> list[tuple[str, object]]:
         return [("mpi", own.note(f"Open MPI {version} is the distribution's own (openmpi-bin, in the os packages)"))]
     if s.mpi.implementation == "mvapich2":
         return [("mpi", mvapich2(version=version, cuda=s.gpu, prefix=MPI_PREFIX, ldconfig=True))]
-    if vtuple(version) >= (5,) and verbs:  # Open MPI 5 removed the openib BTL: InfiniBand through UCX
+    if parse_version(version) >= (5,) and verbs:  # Open MPI 5 removed the openib BTL: InfiniBand through UCX
         return [("ucx", ucx(cuda=s.gpu, ofed=True, prefix=UCX_PREFIX, ldconfig=True)),
                 ("mpi", openmpi(version=version, cuda=s.gpu, infiniband=False, ucx=UCX_PREFIX, prefix=MPI_PREFIX,
                                 ldconfig=True))]
@@ -202,7 +203,7 @@ def _cuda_library_blocks(s: Stack) -> list[tuple[str, object]]:
                                              note=f"NCCL {v}, replacing and holding the base image's")))
     if s.cudnn:
         shipped = base_image_cudnn(s.base_image or "")
-        if shipped is None or vtuple(shipped)[: len(vtuple(s.cudnn))] != vtuple(s.cudnn):
+        if shipped is None or parse_version(shipped)[: len(parse_version(s.cudnn))] != parse_version(s.cudnn):
             v = cudnn_package_version(safe.version(s.cudnn, "cudnn"), cuda)
             major = s.cudnn.split(".")[0]
             note = f"cuDNN {v}" + (f" (the base image ships {shipped})" if shipped else "")
@@ -225,7 +226,7 @@ def _python_stack_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str
                           with_mpi=s.horovod.with_mpi, with_gloo=s.horovod.with_gloo, wheel=p.hvd_wheel,
                           copy_wheelhouse=bool(o.wheels) and not p.tf_source, find_links=bool(o.wheels))
     out: list[tuple[str, object]] = [("tensorflow", tf), ("horovod", horovod)]
-    requirements = [*(WORKLOAD_REQUIREMENTS if vtuple(s.python) >= (3, 8) else ()),
+    requirements = [*(WORKLOAD_REQUIREMENTS if parse_version(s.python) >= (3, 8) else ()),
                     *(safe.pip_requirement(r, f"packages.pip[{i}]") for i, r in enumerate(s.packages.pip))]
     if requirements:
         out.append(("pip packages", [own.note("pip packages: what the workloads import, then the stack's own"),

@@ -92,9 +92,8 @@ class HostRuntime:
         command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
         ssh = None
         if not all(p.host.local for p in placement):
-            key, known = first.vars.get("repro_launch_key"), first.vars.get("repro_launch_known_hosts")
-            ssh = SshOptions(placement[1].host.port if len(placement) > 1 else first.port,
-                             str(key) if key else None, str(known) if known else None)
+            ssh = SshOptions(placement[1].host.port if len(placement) > 1 else first.port, first.launch_key,
+                             first.launch_known_hosts)
         argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, list(env), interface=first.interface, ssh=ssh,
                                                forwarded=FORWARDED_HOST)
         exec_argv = ["env", *(f"{k}={v}" for k, v in sorted(env.items())), *argv]
