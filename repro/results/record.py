@@ -11,7 +11,9 @@ import secrets
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from repro.errors import ResultsError
 
 SCHEMA_VERSION = 1
 
@@ -124,6 +126,36 @@ class RunRecord(_Frozen):
     published: Published | None = None
     duration_s: float | None = None
     log_tail: str = ""
+
+
+class RecordError(ResultsError):
+    """A record document that cannot be turned into a RunRecord."""
+
+
+class NewerSchemaError(RecordError):
+    """A record written by a newer repro (its schema_version is above the one this repro reads)."""
+
+
+class InvalidRecordError(RecordError):
+    """A record document that is not a valid RunRecord of a schema version this repro reads."""
+
+
+def parse_record(data: Any) -> RunRecord:
+    """The one way from a record's JSON document to a RunRecord: schema-version check, then validation."""
+    if not isinstance(data, dict):
+        raise InvalidRecordError(f"not a record (a JSON {type(data).__name__}, expected an object)")
+    version = data.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise NewerSchemaError(f"record schema version {version} is newer than this repro reads "
+                               f"({SCHEMA_VERSION})", hint="upgrade repro to read it")
+    if version != SCHEMA_VERSION:
+        raise InvalidRecordError(f"record schema version {version!r}, this repro reads {SCHEMA_VERSION}")
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidRecordError(f"invalid record: {where + ': ' if where else ''}{first['msg']}") from None
 
 
 def new_id(now: datetime | None = None) -> str:
