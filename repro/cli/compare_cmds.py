@@ -25,7 +25,7 @@ def add_filter_options(p: argparse.ArgumentParser, *, subcommand: bool = False) 
 
 
 def filters_from(args: argparse.Namespace):
-    from repro.compare.select import parse_filters
+    from repro.results.select import parse_filters
 
     return parse_filters(models=args.model, batches=args.batch, precisions=args.precision, workers=args.workers,
                          hosts=args.hosts)
@@ -83,7 +83,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from repro.compare import compare
     from repro.compare.render import render
-    from repro.compare.select import select
+    from repro.results.select import select
     from repro.results.store import Store
 
     options = options_from(args)

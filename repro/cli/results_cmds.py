@@ -90,7 +90,7 @@ def cmd_results(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
-    from repro.compare.select import select, write_selection_file
+    from repro.results.select import select, write_selection_file
     from repro.results.store import Store
 
     store = Store(args.store)
@@ -156,7 +156,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
-    from repro.compare.select import records_of, select
+    from repro.results.select import records_of, select
     from repro.errors import ResultsError
     from repro.results import metrics
     from repro.results.report import scaling_table

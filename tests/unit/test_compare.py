@@ -16,7 +16,7 @@ import pytest
 
 from repro.cli import main
 from repro.compare import Options, compare
-from repro.compare.select import Filters, select
+from repro.results.select import Filters, select
 from repro.errors import ResultsError
 from repro.manifest import load_stack
 from repro.results import stats
