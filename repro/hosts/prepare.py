@@ -146,14 +146,14 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
         return PrepareResult(run, inventory, None)
     # A fresh private data dir per run: ansible-runner reads env/ files it finds there, so a reused dir could
     # carry one run's --check or variables into the next.
-    runs = (store.root / "logs" / "prepare" / inventory_key(inventory_path)).resolve()
+    runs = (store.root / "logs" / "prepare" / inventory_key(inventory)).resolve()
     ident = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{uuid.uuid4().hex[:6]}" + (
         "-check-only" if check_only else "-check" if check else "")
     data_dir = runs / ident
     _prune(runs, KEEP_RUNS - 1)
     outcome = run_playbook(run, data_dir, progress=progress, ident=ident, timeout=timeout)
     facts = _facts(outcome, inventory)
-    paths = {host: store.put_facts(inventory_path, host, f.as_json()) for host, f in facts.items()}
+    paths = {host: store.put_facts(inventory, host, f.as_json()) for host, f in facts.items()}
     missing = {}
     for h in inventory.hosts:  # unreachable hosts, and hosts that failed before the facts play
         got = outcome.hosts.get(h.name)

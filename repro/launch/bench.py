@@ -111,7 +111,7 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
     stack = loaded.stack
     points = expand(spec, stack)
     runtime_name = choose_runtime(inventory, options.runtime)
-    sid = sweep_id(loaded.hash, inventory_key(inventory.path), points, options.repeats)
+    sid = sweep_id(loaded.hash, inventory_key(inventory), points, options.repeats)
     image, lock = (None, None)
     if runtime_name == "docker":
         if options.dry_run and store.lock(loaded.hash) is None:
@@ -124,7 +124,7 @@ def bench(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: B
             lock = read_lock(store, loaded)
             image = image_tag(lock)
     ssh_port = stack.container.ssh_port
-    facts = store.facts(inventory.path)
+    facts = store.facts(inventory)
     # pass the HCAs into the containers where the inventory says so or `repro prepare` found some
     infiniband = any(bool(h.vars.get("repro_infiniband"))
                      or bool((facts.get(h.name) or {}).get("pci", {}).get("mellanox")) for h in inventory.hosts)

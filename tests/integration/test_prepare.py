@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from repro.hosts.facts import load
+from repro.hosts.inventory import load_inventory
 from repro.hosts.prepare import prepare
 from repro.hosts.readiness import FAIL, evaluate
 from repro.manifest import load_stack
@@ -184,13 +185,13 @@ def test_ipoib_configures_and_persists_the_interface(site):
 def test_check_only_prints_readiness_and_stores_real_facts(site):
     proc = repro(site, "--check-only")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    stored = Store(site.store).facts(site.inventory)
+    stored = Store(site.store).facts(load_inventory(site.inventory))
     assert set(stored) == {"h1", "h2"}
     for host in site.cluster.hosts:
         assert re.search(rf"^{host.name}\s+interface\s+ok\s+eth0 up, {re.escape(host.address)}/24", proc.stdout,
                          re.M), proc.stdout
         assert re.search(rf"^{host.name}\s+docker\s+ok\s", proc.stdout, re.M), proc.stdout
-        path = Store(site.store).facts_dir(site.inventory) / f"{host.name}.json"
+        path = Store(site.store).facts_dir(load_inventory(site.inventory)) / f"{host.name}.json"
         data = json.loads(path.read_text())
         assert data["format"] == "repro.facts/1" and data["host"] == host.name
         assert data["kernel"] == os.uname().release

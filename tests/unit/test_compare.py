@@ -16,11 +16,11 @@ import pytest
 
 from repro.cli import main
 from repro.compare import Options, compare
-from repro.results.select import Filters, select
 from repro.errors import ResultsError
 from repro.manifest import load_stack
 from repro.results import stats
 from repro.results.record import Published, RankResult, RunRecord, Settings, StackRef, new_id
+from repro.results.select import Filters, select
 from repro.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
