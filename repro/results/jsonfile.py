@@ -6,10 +6,12 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repro.errors import ResultsError
-from repro.results.record import NewerSchemaError, RecordError, RunRecord, parse_record
+
+if TYPE_CHECKING:
+    from repro.results.record import RunRecord
 
 
 def umask() -> int:
@@ -65,6 +67,8 @@ class UnreadableRecord(ResultsError):
 
 def read_record(path: Path) -> RunRecord:
     """One record JSON file, parsed by parse_record; UnreadableRecord names the file and why."""
+    from repro.results.record import NewerSchemaError, RecordError, parse_record  # pydantic: only when parsing
+
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -20,13 +20,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from repro.errors import Diagnostic, InputError, Location, ResultsError
 from repro.results.index import Summary, summarize
 from repro.results.jsonfile import UnreadableRecord, read_record, write_json_atomic
-from repro.results.record import RunRecord, Settings
 from repro.results.store import Store
+
+if TYPE_CHECKING:
+    from repro.results.record import RunRecord, Settings
 
 SELECTION_FORMAT = "repro.selection/1"
 SELECTION_SUFFIX = ".selection.json"

@@ -27,12 +27,14 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from repro.errors import ResultsError
 from repro.results.index import Broken, Index, Summary, summarize
 from repro.results.jsonfile import UnreadableRecord, read_record, write_json_atomic
-from repro.results.record import RunRecord
+
+if TYPE_CHECKING:
+    from repro.results.record import RunRecord
 
 __all__ = ["DEFAULT_ROOT", "Store", "Summary", "default_root", "inventory_key", "write_json_atomic"]
 
