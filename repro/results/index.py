@@ -249,14 +249,17 @@ class Index:
             self.message(f"warning: the results index {self.path} was corrupt; rebuilt from the record files")
 
     def _guarded(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except sqlite3.DatabaseError as exc:
-            if not _corrupt(exc):
-                raise ResultsError(f"results index {self.path}: {exc}",
-                                   hint="another repro may hold it locked; delete the file to rebuild it") from None
-        self._reset()
-        return fn()
+        """fn(), after deleting the index once if SQLite finds it corrupt; other SQLite errors as ResultsError."""
+        for attempt in (1, 2):
+            try:
+                return fn()
+            except sqlite3.DatabaseError as exc:
+                if attempt == 2 or not _corrupt(exc):
+                    raise ResultsError(f"results index {self.path}: {exc}",
+                                       hint=f"another repro may hold it locked; deleting {self.path}* is safe "
+                                       "(the next command rebuilds it from the record files)") from None
+                self._reset()
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         if self._db is not None:
@@ -275,6 +278,8 @@ class Index:
         known = {d: (digest, settled) for d, digest, settled in db.execute("SELECT dir, digest, settled FROM dirs")}
         indexed = {r[0] for r in db.execute("SELECT DISTINCT dir FROM files")} | set(known)
         for gone in indexed - set(on_disk):
+            if (self.runs / gone).is_dir():
+                continue  # made by a writer since the listing: the next sync reads it
             with _transaction(db):
                 db.execute("DELETE FROM files WHERE dir = ?", (gone,))
                 db.execute("DELETE FROM dirs WHERE dir = ?", (gone,))

@@ -188,6 +188,19 @@ def test_a_stale_index_never_returns_wrong_records(root):
         assert all(summarize(s.path, r) == s for s, r in zip(expected, got.records(), strict=True))
 
 
+def test_a_record_changed_between_the_scan_and_its_reading_is_skipped_not_misreported(root):
+    path = Store(root).put(make("a", n=1, workers=1))
+    warnings: list[str] = []
+    store = fresh(root, warnings)
+    (summary,) = store.summaries(where={"workers": [1]})  # scanned: one 1-worker run
+    data = json.loads(path.read_text())
+    data["settings"]["workers"] = 8
+    path.write_text(json.dumps(data))
+    assert store.read(summary) is None
+    assert any(str(path) in w and "changed while repro was reading" in w for w in warnings)
+    assert fresh(root).summaries(where={"workers": [1]}) == []
+
+
 def test_a_corrupt_index_is_rebuilt_from_the_records(root):
     store = Store(root)
     for n in range(3):
