@@ -27,7 +27,7 @@ def add_filter_options(p: argparse.ArgumentParser, *, subcommand: bool = False) 
 
 
 def filters_from(args: argparse.Namespace):
-    from repro.compare.select import parse_filters
+    from repro.results.select import parse_filters
 
     return parse_filters(models=args.model, batches=args.batch, precisions=args.precision, workers=args.workers,
                          hosts=args.hosts)

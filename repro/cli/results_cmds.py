@@ -47,6 +47,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_window_options(sc)
     sc.set_defaults(handler=cmd_scaling)
 
+    rm = rs.add_parser("rm", help="remove runs by id", description="Remove stored runs: each ID is a record id or "
+                       "a unique prefix of one. Nothing is removed unless every ID names exactly one run.")
+    rm.add_argument("ids", nargs="+", metavar="ID")
+    _store_option(rm, subcommand=True)
+    rm.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    rm.set_defaults(handler=cmd_rm)
+
+    pr = rs.add_parser("prune", help="remove failed, old, or one stack's runs",
+                       description="Remove the runs that match every criterion given (at least one): --failed, "
+                       "--older-than, --stack; --unreadable also removes record files that cannot be read "
+                       "(never those written by a newer repro). Filters narrow --stack further.")
+    _store_option(pr, subcommand=True)
+    pr.add_argument("--failed", action="store_true", help="failed runs")
+    pr.add_argument("--older-than", metavar="AGE", help="runs created before an age (90m, 12h, 30d, 2w) or a date "
+                    "(2024-05-01)")
+    pr.add_argument("--stack", metavar="S", default=argparse.SUPPRESS,
+                    help="runs of this stack (a stack name, hash or prefix, or manifest file)")
+    pr.add_argument("--unreadable", action="store_true", help="record files that cannot be read (not JSON, "
+                    "truncated, invalid)")
+    add_filter_options(pr, subcommand=True)
+    pr.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    pr.set_defaults(handler=cmd_prune)
+
     imp = sub.add_parser(
         "import", help="import tf_cnn_benchmarks / Horovod / MLPerf logs or a published table",
         description="Import existing results into the store as baselines: logs of tf_cnn_benchmarks (TF 1.x/2.x, "
@@ -84,14 +107,37 @@ def _ips(record) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
-def _summary(record) -> dict:
-    from repro.results.metrics import throughput
+def _row(summary) -> dict:
+    """One run as `repro results --json` lists it (from the index's summary, no record parsed)."""
+    return {"id": summary.id, "created": summary.created, "stack": summary.stack, "stack_hash": summary.stack_hash,
+            "origin": summary.origin, "workload": summary.workload, "model": summary.model,
+            "batch": summary.batch_per_worker, "workers": summary.workers, "hosts": summary.hosts,
+            "status": summary.status, "images_per_sec": summary.images_per_sec, "failure": summary.failure}
 
-    s = record.settings
-    return {"id": record.id, "created": record.created, "stack": record.stack.name, "stack_hash": record.stack.hash,
-            "origin": record.origin, "workload": s.workload, "model": s.model, "batch": s.batch_per_worker,
-            "workers": s.workers, "hosts": s.hosts, "status": record.status, "images_per_sec": throughput(record),
-            "failure": record.failure}
+
+def _text_table(headers: list[str], rows: list[tuple[str, ...]], right: set[int]) -> str:
+    """A plain table (tabulate's "simple" layout), fast enough for 100,000 rows; numbers right-aligned."""
+    widths = [max(len(h), max((len(r[i]) for r in rows), default=0)) for i, h in enumerate(headers)]
+    template = "  ".join(f"{{:{'>' if i in right else '<'}{w}}}" for i, w in enumerate(widths))
+    lines = [template.format(*headers), template.format(*("-" * w for w in widths))]
+    lines += [template.format(*r) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _cells(s) -> tuple[str, ...]:
+    """One run's row of the `repro results` table."""
+    return (s.id, s.created, s.stack, s.workload, s.model or "-", str(s.workers), str(s.hosts),
+            s.status if s.origin == "bench" else f"{s.status} ({s.origin})",
+            "-" if s.images_per_sec is None else f"{s.images_per_sec:,.2f}")
+
+
+def _list_rows(store, args: argparse.Namespace) -> list:
+    from repro.results.select import select
+
+    filters = filters_from(args)
+    if args.stack:
+        return list(select(args.stack, store, filters).summaries)
+    return [s for s in store.summaries() if filters.matches(s)]
 
 
 def cmd_results(args: argparse.Namespace) -> int:
@@ -100,78 +146,84 @@ def cmd_results(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from tabulate import tabulate
-
-    from repro.compare.select import select, write_selection_file
+    from repro.results.select import write_selection_file
     from repro.results.store import Store
 
     store = Store(args.store)
-    filters = filters_from(args)
     if args.save_selection:
-        path = write_selection_file(Path(args.save_selection), store.root, args.stack, filters)
+        path = write_selection_file(Path(args.save_selection), store.root, args.stack, filters_from(args))
         print(f"selection written to {path}", file=sys.stderr)
-    if args.stack:
-        records = list(select(args.stack, store, filters).records)
-    else:
-        records = [r for r in store.records() if filters.matches(r.settings)]
-    rows = [_summary(r) for r in records]
+    summaries = _list_rows(store, args)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([_row(s) for s in summaries], indent=2))
         return 0
     if args.csv:
+        rows = [_row(s) for s in summaries]
         fields = list(rows[0]) if rows else ["id"]
         writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
         for row in rows:
             writer.writerow({k: "" if v is None else v for k, v in row.items()})
         return 0
-    if not rows:
+    if not summaries:
         print(f"no runs in {store.root}")
         return 0
-    table = [[r["id"], r["created"], r["stack"], r["workload"], r["model"] or "-", r["workers"], r["hosts"],
-              r["status"] if r["origin"] == "bench" else f"{r['status']} ({r['origin']})",
-              _ips(rec)] for r, rec in zip(rows, records, strict=True)]
-    print(tabulate(table, headers=["id", "created", "stack", "workload", "model", "workers", "hosts", "status",
-                                   "images/sec"], disable_numparse=True))
+    print(_text_table(["id", "created", "stack", "workload", "model", "workers", "hosts", "status", "images/sec"],
+                      [_cells(s) for s in summaries], right={5, 6, 8}))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     import json
+    import shlex
 
     import yaml
 
+    from repro.results.index import summarize
+    from repro.results.metrics import with_figure
     from repro.results.store import Store
 
-    record = Store(args.store).get(args.id)
+    record = with_figure(Store(args.store).get(args.id))  # the one images/sec, also for older records
     data = record.model_dump(mode="json")
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
         return 0
-    summary = _summary(record)
+    summary = _row(summarize("", record))
     for key in ("id", "created", "stack", "stack_hash", "origin", "status", "failure", "workload", "model", "batch",
                 "workers", "hosts", "images_per_sec"):
         value = summary.get(key)
         if value is not None:
             print(f"{key + ':':16}{f'{value:,.2f}' if isinstance(value, float) else value}")
+    if record.image is not None:
+        print(f"{'image:':16}{record.image.tag} ({record.image.image_id})")
+    for host, sw in record.host_software.items():
+        print(f"{'software:':16}{host}: python {sw.python}, tensorflow {sw.tensorflow}, horovod {sw.horovod}, "
+              f"{sw.mpi}")
+    if record.command:
+        print(f"{'command:':16}{shlex.join(record.command)}")
     for r in record.ranks:
         steps = r.step_times
         mean = sum(steps) / len(steps) if steps else None
-        print(f"rank {r.rank:<4} {r.device:32} {len(steps):4} steps"
+        print(f"rank {r.rank:<4} {r.host or '-':10} {r.device:32} {len(steps):4} steps"
               + (f", mean {mean:.4f} s, {r.items_per_step} items/step" if mean else ""))
-    rest = {k: data[k] for k in ("settings", "published", "metrics", "software", "command", "lock")
-            if data.get(k)}
+    rest = {k: data[k] for k in ("settings", "published", "metrics", "software", "hardware") if data.get(k)}
     print(yaml.safe_dump(rest, sort_keys=False, default_flow_style=False, allow_unicode=True), end="")
+    if record.status != "ok" and record.log_tail:
+        print("log tail (the launcher's last lines):")
+        print("  " + record.log_tail.replace("\n", "\n  "))
     return 0
+
+
+NOT_THROUGHPUT = ("allreduce", "tta")
 
 
 def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
-    from repro.compare.select import records_of, select
     from repro.errors import ResultsError
     from repro.results import metrics
     from repro.results.report import scaling_table
+    from repro.results.select import records_of, select
     from repro.results.store import Store
     from repro.workloads.catalog import kind_of
 
@@ -179,8 +231,9 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     filters = filters_from(args)
     if args.selectors:
         records = records_of([select(s, store, filters) for s in args.selectors])
-    else:
-        records = [r for r in store.records() if filters.matches(r.settings)]
+    else:  # only the throughput runs are parsed
+        records = store.read_all(s for s in store.summaries() if filters.matches(s)
+                                 and kind_of(s.workload) == "throughput")
     records = [r for r in records if kind_of(r.settings.workload) == "throughput"]
     if not records:
         raise ResultsError(f"no throughput runs to tabulate in {store.root}")
@@ -216,6 +269,55 @@ def _print_result(result) -> None:
         print(f"  {result.file}: skipped: {result.message}")
     else:
         print(f"  {result.file}: FAILED (see below)")
+
+
+def _removal(store, runs: list, files: list, dry_run: bool) -> int:
+    what = "would remove" if dry_run else "removed"
+    for s in runs:
+        print(f"{what} {s.id}  {s.stack}  {s.workload} {s.model or '-'} workers={s.workers}  {s.status}  "
+              f"{s.created}")
+    for b in files:
+        print(f"{what} {store.runs / b.path}  ({b.reason})")
+    if not dry_run:
+        store.remove([s.path for s in runs] + [b.path for b in files])
+    counts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((len(runs), "run"),
+                                                                     (len(files), "unreadable file")) if n]
+    print(f"{what} {' and '.join(counts)} from {store.root}" if counts else f"nothing to remove in {store.root}")
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    from repro.results.store import Store
+
+    store = Store(args.store)
+    paths = list(dict.fromkeys(store.find(i) for i in args.ids))  # every id resolved before anything goes
+    by_path = {s.path: s for s in store.summaries(stack_hashes=sorted({p.split("/", 1)[0] for p in paths}))}
+    broken = {b.path: b for b in store.broken()}
+    return _removal(store, [by_path[p] for p in paths if p in by_path], [broken[p] for p in paths if p in broken],
+                    args.dry_run)
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from datetime import datetime, timezone
+
+    from repro.errors import InputError
+    from repro.results.prune import Criteria, parse_cutoff, to_prune
+    from repro.results.select import select
+    from repro.results.store import Store
+
+    store = Store(args.store)
+    stack_paths = None
+    if getattr(args, "stack", None):
+        selection = select(args.stack, store, filters_from(args))
+        if selection.source is not store:
+            raise InputError(f"--stack {args.stack}: give a stack name, hash or manifest file of {store.root}")
+        stack_paths = frozenset(s.path for s in selection.summaries)
+    elif not filters_from(args).empty:
+        raise InputError("the filters (--model, --batch, ...) narrow --stack; give --stack too")
+    before = parse_cutoff(args.older_than, datetime.now(timezone.utc)) if args.older_than else None
+    criteria = Criteria(failed=args.failed, before=before, stack_paths=stack_paths, unreadable=args.unreadable)
+    runs, files = to_prune(store.summaries() if criteria.selects_runs else [], store.broken(), criteria)
+    return _removal(store, runs, files, args.dry_run)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

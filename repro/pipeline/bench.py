@@ -143,8 +143,8 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
             from repro.image.lock import read_lock
 
             image = read_lock(store, loaded)  # ImageError naming `repro up`
-    sid = sweep_id(loaded.hash, inventory_key(inventory.path), points, options.repeats)
-    return Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory.path))
+    sid = sweep_id(loaded.hash, inventory_key(inventory), points, options.repeats)
+    return Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory))
 
 
 def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spec: SweepSpec, options: BenchOptions,

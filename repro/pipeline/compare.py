@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from repro.compare import Comparison, Options
 from repro.compare import compare as compare_records
-from repro.compare.select import Filters, Selection, select
+from repro.results.select import Filters, Selection, select
 from repro.results.store import Store
 
 

@@ -53,12 +53,12 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
         return PrepareResult(run, inventory, None)
     # A fresh private data dir per run: ansible-runner reads env/ files it finds there, so a reused dir could
     # carry one run's --check or variables into the next.
-    runs = (store.root / "logs" / "prepare" / inventory_key(inventory_path)).resolve()
+    runs = (store.root / "logs" / "prepare" / inventory_key(inventory)).resolve()
     ident = hosts_prepare.run_ident(check, check_only)
     hosts_prepare.prune_runs(runs, KEEP_RUNS - 1)
     outcome = run_playbook(run, runs / ident, progress=progress, ident=ident, timeout=timeout)
     facts = hosts_prepare.gathered_facts(outcome, inventory)
-    paths = {host: store.put_facts(inventory_path, host, f) for host, f in facts.items()}
+    paths = {host: store.put_facts(inventory, host, f) for host, f in facts.items()}
     missing = hosts_prepare.missing_facts(outcome, inventory, facts, limit)
     readiness = evaluate(facts, stack.stack if stack else None, inventory, missing)
     return PrepareResult(run, inventory, outcome, facts, paths, readiness, runs / ident)

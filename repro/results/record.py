@@ -152,12 +152,16 @@ class RunRecord(_Frozen):
     log_tail: str = ""
 
 
-class RecordVersionError(ResultsError):
-    """A record written by a newer repro (a schema version this one does not know)."""
-
-
 class RecordError(ResultsError):
-    """A record that is not valid JSON of any schema version this repro reads."""
+    """A record document that cannot be turned into a RunRecord."""
+
+
+class NewerSchemaError(RecordError):
+    """A record written by a newer repro (its schema_version is above the one this repro reads)."""
+
+
+class InvalidRecordError(RecordError):
+    """A record document that is not a valid RunRecord of a schema version this repro reads."""
 
 
 def _migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
@@ -182,31 +186,33 @@ def _migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
 MIGRATIONS = {1: _migrate_v1}
 
 
-def parse_record(data: Any, where: str = "record") -> RunRecord:
-    """The one way from stored JSON to a RunRecord: version check, migration of older schemas, validation.
+def parse_record(data: Any, where: str | None = None) -> RunRecord:
+    """The one way from a record's JSON document to a RunRecord: schema-version check, migration of older
+    schemas (the files are never rewritten), validation.
 
-    RecordVersionError for a newer schema, RecordError for anything else that is not a record; both name
-    `where` (the file).
+    NewerSchemaError for a newer schema, InvalidRecordError for anything else that is not a record; `where`
+    (the file), when given, starts the message.
     """
+    at = f"{where}: " if where else ""
     if not isinstance(data, dict):
-        raise RecordError(f"{where}: not a record (a JSON object expected, found {type(data).__name__})")
+        raise InvalidRecordError(f"{at}not a record (a JSON {type(data).__name__}, expected an object)")
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise RecordError(f"{where}: not a record (no schema_version)")
+        raise InvalidRecordError(f"{at}not a record (no schema_version)")
     if version > SCHEMA_VERSION:
-        raise RecordVersionError(f"{where}: record schema version {version} is newer than this repro reads "
-                                 f"({SCHEMA_VERSION})", hint="upgrade repro to read it")
+        raise NewerSchemaError(f"{at}record schema version {version} is newer than this repro reads "
+                               f"({SCHEMA_VERSION})", hint="upgrade repro to read it")
     while version < SCHEMA_VERSION:
         if version not in MIGRATIONS:
-            raise RecordError(f"{where}: record schema version {version} is not supported")
+            raise InvalidRecordError(f"{at}record schema version {version} is not supported")
         data = MIGRATIONS[version](data)
         version = data["schema_version"]
     try:
         return RunRecord.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(x) for x in first.get("loc", ()))
-        raise RecordError(f"{where}: invalid record: {field}: {first['msg']}") from None
+        field = ".".join(str(part) for part in first["loc"])
+        raise InvalidRecordError(f"{at}invalid record: {field + ': ' if field else ''}{first['msg']}") from None
 
 
 def new_id(now: datetime | None = None) -> str:

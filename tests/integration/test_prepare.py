@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from repro.hosts.facts import load
+from repro.hosts.inventory import load_inventory
 from repro.hosts.readiness import FAIL, evaluate
 from repro.manifest import load_stack
 from repro.pipeline.prepare import prepare
@@ -184,13 +184,13 @@ def test_ipoib_configures_and_persists_the_interface(site):
 def test_check_only_prints_readiness_and_stores_real_facts(site):
     proc = repro(site, "--check-only")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    stored = Store(site.store).facts(site.inventory)
+    stored = Store(site.store).facts(load_inventory(site.inventory))
     assert set(stored) == {"h1", "h2"}
     for host in site.cluster.hosts:
         assert re.search(rf"^{host.name}\s+interface\s+ok\s+eth0 up, {re.escape(host.address)}/24", proc.stdout,
                          re.M), proc.stdout
         assert re.search(rf"^{host.name}\s+docker\s+ok\s", proc.stdout, re.M), proc.stdout
-        path = Store(site.store).facts_dir(site.inventory) / f"{host.name}.json"
+        path = Store(site.store).facts_dir(load_inventory(site.inventory)) / f"{host.name}.json"
         data = json.loads(path.read_text())
         assert data["format"] == "repro.facts/1" and data["host"] == host.name
         assert data["kernel"] == os.uname().release
@@ -198,7 +198,7 @@ def test_check_only_prints_readiness_and_stores_real_facts(site):
         assert data["docker"]["reachable"] is True
         assert data["checks"]["ofed_info -s"]["status"] == "absent"
     # the same stored facts, judged against a GPU stack, are not ready
-    facts = {name: load(data) for name, data in stored.items()}
+    facts = stored  # typed HostFacts, as bench records them
     gpu = [c for c in evaluate(facts, load_stack(GPU_STACK).stack).checks if c.name == "gpu"]
     assert [c.status for c in gpu] == [FAIL, FAIL]
     assert gpu[0].message == "no GPU found but the stack is a GPU stack (CUDA 10.0 needs driver >= 410.48)"

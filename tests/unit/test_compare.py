@@ -16,12 +16,12 @@ import pytest
 
 from repro.cli import main
 from repro.compare import Options, compare
-from repro.compare.select import Filters, select
 from repro.errors import ResultsError
 from repro.manifest import load_stack
 from repro.results import stats
 from repro.results.provenance import HostFacts, ImageLock, LockImage, LockSshd, LockStack
 from repro.results.record import Hardware, Published, RankResult, RunRecord, Settings, StackRef, new_id
+from repro.results.select import Filters, select
 from repro.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -188,10 +188,9 @@ def test_version_arithmetic():
 
 
 def test_the_manifest_model_lists_match_the_workloads():
-    from repro.workloads.tf_cnn_benchmarks import MODELS as TFCNN
-
     from repro.manifest.schema import CNN_MODELS, TF_CNN_BENCHMARKS_MODELS, TTA_MODELS
     from repro.workloads.models import MODELS
+    from repro.workloads.tf_cnn_benchmarks import MODELS as TFCNN
 
     assert set(CNN_MODELS) == set(MODELS)
     assert set(TTA_MODELS) == {*MODELS, "digits_cnn"}

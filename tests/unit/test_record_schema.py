@@ -11,7 +11,7 @@ import pytest
 from repro.cli import main
 from repro.manifest.software import Software
 from repro.results.provenance import HostFacts, ImageLock
-from repro.results.record import SCHEMA_VERSION, RecordError, RecordVersionError, parse_record
+from repro.results.record import SCHEMA_VERSION, InvalidRecordError, NewerSchemaError, parse_record
 from repro.results.store import Store
 
 V1 = Path(__file__).resolve().parents[1] / "data" / "stores" / "v1"
@@ -65,9 +65,9 @@ def test_a_v1_store_still_lists_shows_and_compares(capsys, v1_store):
 
 def test_a_newer_schema_or_a_non_record_is_refused_with_its_file_named():
     data = json.loads(next(V1.glob("runs/*/*.json")).read_text())
-    with pytest.raises(RecordVersionError, match=r"x\.json: record schema version 99 is newer"):
+    with pytest.raises(NewerSchemaError, match=r"x\.json: record schema version 99 is newer"):
         parse_record({**data, "schema_version": 99}, "x.json")
-    with pytest.raises(RecordError, match=r"y\.json: not a record"):
+    with pytest.raises(InvalidRecordError, match=r"y\.json: not a record"):
         parse_record([1, 2], "y.json")
-    with pytest.raises(RecordError, match=r"z\.json: invalid record: status"):
+    with pytest.raises(InvalidRecordError, match=r"z\.json: invalid record: status"):
         parse_record({**data, "status": "maybe"}, "z.json")

@@ -6,22 +6,29 @@ A selector is what the user typed for OLD or NEW; it resolves, in this order, to
   a results directory (another store root, or a directory of record JSON files),
   a stack name (records whose ``stack.name`` matches), or
   a stack hash or unique hash prefix.
-Filters (model, batch, precision, workers, hosts) then narrow it. Failed records stay in the
-selection: they are counted as failures, never used as data (see repro.results.metrics.points).
+Selectors are resolved against the store's index (repro.results.index): the store is scanned once per
+command, and only the selected records are parsed. Filters (model, batch, precision, workers, hosts)
+then narrow it. Failed records stay in the selection: they are counted as failures, never used as
+data (see repro.results.metrics.points).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from repro.errors import Diagnostic, InputError, Location, ResultsError
-from repro.results.record import RunRecord, Settings
-from repro.results.store import Store, write_json_atomic
+from repro.results.index import Summary, summarize
+from repro.results.jsonfile import UnreadableRecord, read_record, write_json_atomic
+from repro.results.store import Store
+
+if TYPE_CHECKING:
+    from repro.results.record import RunRecord, Settings
 
 SELECTION_FORMAT = "repro.selection/1"
 SELECTION_SUFFIX = ".selection.json"
@@ -38,8 +45,8 @@ class Filters:
     workers: tuple[int, ...] = ()
     hosts: tuple[int, ...] = ()
 
-    def matches(self, settings: Settings) -> bool:
-        """Whether a record with these settings is kept."""
+    def matches(self, settings: Settings | Summary) -> bool:
+        """Whether a record with these settings (or this index summary) is kept."""
         return ((not self.models or settings.model in self.models)
                 and (not self.batches or settings.batch_per_worker in self.batches)
                 and (not self.precisions or settings.precision in self.precisions)
@@ -97,34 +104,70 @@ def parse_filters(*, models: Iterable[str] = (), batches: Iterable[str] = (), pr
                    ints("--hosts", hosts))
 
 
+class RecordSource(Protocol):
+    """Where a selection's records are read from: a Store, or records already parsed."""
+
+    def read(self, summary: Summary) -> RunRecord | None: ...
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """Records parsed outside a store (a record file, a directory of record files), by summary path."""
+
+    records: Mapping[str, RunRecord]
+
+    def read(self, summary: Summary) -> RunRecord | None:
+        return self.records.get(summary.path)
+
+
 @dataclass(frozen=True)
 class Selection:
-    """The records one selector stands for, and how it was resolved (for messages and reports)."""
+    """The runs one selector stands for, and how it was resolved (for messages and reports).
+
+    `summaries` come from the store's index; `records` are parsed on first use, only these.
+    """
 
     selector: str
     description: str
     store: str
-    records: tuple[RunRecord, ...] = field(repr=False)
+    summaries: tuple[Summary, ...] = field(repr=False)
+    source: RecordSource = field(repr=False, compare=False)
+
+    @cached_property
+    def records(self) -> tuple[RunRecord, ...]:
+        """The selected records, parsed (a file that changed or broke since the scan is skipped with a warning)."""
+        return tuple(r for r in (self.source.read(s) for s in self.summaries) if r is not None)
 
     @property
     def failed(self) -> int:
-        return sum(1 for r in self.records if r.status != "ok")
+        return sum(1 for s in self.summaries if s.status != "ok")
 
     @property
     def stacks(self) -> tuple[str, ...]:
         """Distinct stack names, in order of first appearance."""
-        return tuple(dict.fromkeys(r.stack.name for r in self.records))
+        return tuple(dict.fromkeys(s.stack for s in self.summaries))
 
     @property
     def stack_hashes(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(r.stack.hash for r in self.records))
+        return tuple(dict.fromkeys(s.stack_hash for s in self.summaries))
 
 
-def _directory_records(path: Path) -> list[RunRecord]:
-    if (path / "runs").is_dir():
-        return Store(path).records()
-    files = sorted(p for p in path.rglob("*.json") if not p.name.endswith(SELECTION_SUFFIX))
-    return [Store.load(p) for p in files]
+def _parsed(records: Sequence[tuple[Path, RunRecord]]) -> tuple[list[Summary], _Parsed]:
+    summaries = [summarize(str(path), record) for path, record in records]
+    return summaries, _Parsed({s.path: r for s, (_, r) in zip(summaries, records, strict=True)})
+
+
+def _directory_files(path: Path, warn: Callable[[str], None]) -> list[tuple[Path, RunRecord]]:
+    """The readable records of a directory of record JSON files (not a store); others are skipped, named."""
+    out = []
+    for file in sorted(p for p in path.rglob("*.json") if not p.name.endswith(SELECTION_SUFFIX)):
+        try:
+            out.append((file, read_record(file)))
+        except UnreadableRecord as exc:
+            warn(f"warning: {exc.message}; skipped")
+        except FileNotFoundError:
+            continue
+    return out
 
 
 @dataclass(frozen=True)
@@ -177,8 +220,8 @@ def write_selection_file(path: Path, store: Path, stack: str | None, filters: Fi
     return path
 
 
-def _by_name_or_hash(selector: str, store: Store) -> tuple[list[RunRecord], str]:
-    named = store.records(lambda r: r.stack.name == selector)
+def _by_name_or_hash(selector: str, store: Store) -> tuple[list[Summary], str]:
+    named = store.summaries(stacks=[selector])
     if named:
         return named, f"stack {selector}"
     if _HEX.match(selector):
@@ -186,49 +229,61 @@ def _by_name_or_hash(selector: str, store: Store) -> tuple[list[RunRecord], str]
         if len(hashes) > 1:
             raise ResultsError(f"stack hash prefix {selector} is ambiguous in {store.root}: {', '.join(hashes)}")
         if hashes:
-            return store.records(stack_hash=hashes[0]), f"stack hash {hashes[0]}"
+            return store.summaries(stack_hashes=hashes[:1]), f"stack hash {hashes[0]}"
     return [], ""
 
 
-def _resolve(selector: str, store: Store, depth: int) -> tuple[list[RunRecord], str, Store, Filters]:
+_Resolved = tuple[list[Summary], str, Store, RecordSource, Filters]
+
+
+def _resolve(selector: str, store: Store, depth: int) -> _Resolved:
     path = Path(selector)
     if path.is_file() and path.name.endswith(SELECTION_SUFFIX):
         if depth > 0:
             raise InputError(f"{path}: a selection file cannot name another selection file")
         saved = read_selection_file(path)
-        inner = Store(saved.store)
+        inner = store.other(saved.store)
         if saved.stack is None:
-            return inner.records(), f"selection {path.name} (every run)", inner, saved.filters
-        records, what, inner, _ = _resolve(saved.stack, inner, depth + 1)
-        return records, f"selection {path.name}: {what}", inner, saved.filters
+            return inner.summaries(), f"selection {path.name} (every run)", inner, inner, saved.filters
+        summaries, what, inner, source, _ = _resolve(saved.stack, inner, depth + 1)
+        return summaries, f"selection {path.name}: {what}", inner, source, saved.filters
     if path.is_file() and path.suffix in (".yaml", ".yml"):
         from repro.manifest import load_stack
 
         loaded = load_stack(path)
-        return store.records(stack_hash=loaded.hash), f"manifest {path} (hash {loaded.hash})", store, Filters()
+        return (store.summaries(stack_hashes=[loaded.hash]), f"manifest {path} (hash {loaded.hash})", store, store,
+                Filters())
     if path.is_file() and path.suffix == ".json":
-        return [Store.load(path)], f"record file {path}", store, Filters()
+        summaries, parsed = _parsed([(path, Store.load(path))])
+        return summaries, f"record file {path}", store, parsed, Filters()
+    if path.is_dir() and (path / "runs").is_dir():
+        inner = store.other(path)
+        return inner.summaries(), f"results directory {path}", inner, inner, Filters()
     if path.is_dir():
-        return _directory_records(path), f"results directory {path}", Store(path), Filters()
-    records, what = _by_name_or_hash(selector, store)
-    return records, what, store, Filters()
+        summaries, parsed = _parsed(_directory_files(path, store.warn))
+        return summaries, f"results directory {path}", store.other(path), parsed, Filters()
+    summaries, what = _by_name_or_hash(selector, store)
+    return summaries, what, store, store, Filters()
 
 
 def select(selector: str, store: Store, filters: Filters = Filters()) -> Selection:
-    """Resolve a selector to its records; matching nothing raises ResultsError naming selector and store."""
-    records, what, used, saved = _resolve(selector, store, 0)
-    if not records:
+    """Resolve a selector to its runs; matching nothing raises ResultsError naming selector and store.
+
+    Only the index is read here; the records themselves are parsed when `Selection.records` is first used.
+    """
+    summaries, what, used, source, saved = _resolve(selector, store, 0)
+    if not summaries:
         raise ResultsError(f"'{selector}' matches no runs in {used.root}",
                            hint="give a stack name, a stack hash (or prefix), a manifest file, a results "
                            "directory or a *.selection.json file; `repro results` lists what is stored")
     wanted = saved.narrowed(filters)
-    kept = [r for r in records if wanted.matches(r.settings)]
+    kept = [s for s in summaries if wanted.matches(s)]
     if not kept:
-        raise ResultsError(f"'{selector}' ({what}, {len(records)} runs in {used.root}) has no run matching "
+        raise ResultsError(f"'{selector}' ({what}, {len(summaries)} runs in {used.root}) has no run matching "
                            f"{wanted.describe()}")
     if not wanted.empty:
         what += f" [{wanted.describe()}]"
-    return Selection(selector, what, str(used.root), tuple(kept))
+    return Selection(selector, what, str(used.root), tuple(kept), source)
 
 
 def records_of(selections: Sequence[Selection]) -> list[RunRecord]:

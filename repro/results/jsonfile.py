@@ -1,0 +1,86 @@
+"""The store's files: JSON written atomically with the group's permissions, records read with their path in errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from repro.errors import ResultsError
+
+if TYPE_CHECKING:
+    from repro.results.record import RunRecord
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where the system allows (Linux's /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no /proc: the classic set-and-restore (not atomic across threads)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a plain new file gets here: 0666 less the umask (0644 under umask 022, 0664 under 002)."""
+    return 0o666 & ~umask()
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to `path` so that readers see either the old file or the whole new one.
+
+    mkstemp creates files readable by their owner only; the file gets the mode any new file would get
+    (from the umask) before it is renamed into place, so a team store is readable by the group.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, file_mode())
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class UnreadableRecord(ResultsError):
+    """A record file that cannot be read: the message names the file and the reason."""
+
+    def __init__(self, path: Path, reason: str, *, newer: bool = False) -> None:
+        super().__init__(f"{path}: {reason}",
+                         hint="upgrade repro to read it" if newer else "")
+        self.path = path
+        self.reason = reason
+        self.newer = newer
+
+
+def read_record(path: Path) -> RunRecord:
+    """One record JSON file, parsed by parse_record; UnreadableRecord names the file and why."""
+    from repro.results.record import NewerSchemaError, RecordError, parse_record  # pydantic: only when parsing
+
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UnreadableRecord(path, f"unreadable record ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        what = "empty file" if not raw.strip() else f"not JSON ({exc})"
+        raise UnreadableRecord(path, f"unreadable record: {what}") from None
+    try:
+        return parse_record(data)
+    except RecordError as exc:
+        raise UnreadableRecord(path, exc.message, newer=isinstance(exc, NewerSchemaError)) from None
