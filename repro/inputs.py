@@ -21,6 +21,7 @@ import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from repro.errors import InputError
 
@@ -405,3 +406,16 @@ def checked(kind: Kind, value: object, what: str) -> str:
     if why:
         raise InputError(f"{what}: {why}")
     return value  # type: ignore[return-value]
+
+
+def expand_directories(paths: list[str], suffixes: tuple[str, ...] | None = None) -> list[str]:
+    """Command-line paths with every directory replaced by the files in it (sorted; only `suffixes` if given)."""
+    out: list[str] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            out += sorted(str(p) for p in path.iterdir()
+                          if p.is_file() and not p.name.startswith(".") and (suffixes is None or p.suffix in suffixes))
+        else:
+            out.append(text)
+    return out

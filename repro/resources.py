@@ -75,3 +75,29 @@ def data_dir(name: str) -> Path:
         raise BackendUnavailable(f"repro's {name} directory is missing from this installation",
                                  hint=f"reinstall repro, or point {NAMES[name]} at a copy of it")
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+EXAMPLES = ("stacks", "inventories/localhost")  # what `repro init` writes to start from
+
+
+def copy_examples(target: Path, *, force: bool = False) -> list[Path]:
+    """Copy the shipped example stacks and the localhost inventory into `target`; the files written.
+
+    InputError naming the files that exist already unless `force` (nothing is written then).
+    """
+    import shutil
+
+    pairs: list[tuple[Path, Path]] = []
+    for example in EXAMPLES:
+        kind, _, sub = example.partition("/")
+        source = data_dir(kind) / sub if sub else data_dir(kind)
+        for path in sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            pairs.append((path, target / example / path.relative_to(source)))
+    existing = [dest for _, dest in pairs if dest.exists()]
+    if existing and not force:
+        raise InputError(f"{target}: {len(existing)} file(s) exist already, e.g. {existing[0]}",
+                         hint="choose an empty directory, or --force to overwrite them")
+    for source, dest in pairs:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest)
+    return [dest for _, dest in pairs]

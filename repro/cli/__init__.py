@@ -15,6 +15,7 @@ from repro import __version__
 
 # Modules whose register(subparsers) adds subcommands, in the order of the data flow.
 COMMAND_MODULES = (
+    "repro.cli.init_cmds",
     "repro.cli.manifest_cmds",
     "repro.cli.image_cmds",
     "repro.cli.hosts_cmds",
@@ -39,9 +40,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"repro {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    parser.add_argument("-q", "--quiet", action="store_true", help="print results and errors only")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print more of what happens")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for command in sub.choices.values():
+        _common_options(command)
     return parser
+
+
+def _common_options(command: argparse.ArgumentParser) -> None:
+    """-q/-v on every command, before or after its name (`repro -q bench ...` = `repro bench -q ...`)."""
+    have = {a.dest: a for a in command._actions}
+    for flags, dest, what in ((("-q", "--quiet"), "quiet", "print results and errors only"),
+                              (("-v", "--verbose"), "verbose", "print more of what happens")):
+        if dest in have:
+            have[dest].default = argparse.SUPPRESS  # the top-level value stands unless given here
+        else:
+            command.add_argument(*flags, dest=dest, action="store_true", default=argparse.SUPPRESS, help=what)
 
 
 def _stderr(text: str) -> None:
@@ -59,6 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from repro.errors import ReproError
 
     parser = build_parser()
+    try:  # shell completion (`eval "$(register-python-argcomplete repro)"`); a no-op outside completion
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    except ImportError:
+        pass
     args = parser.parse_args(argv)
     # A closed terminal or a service manager stopping repro must clean up like Ctrl-C does: workers run
     # in their own sessions (so a stray signal cannot half-kill a point) and are stopped by repro.

@@ -147,6 +147,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_bench)
 
 
+class QuietProgress:
+    """-q: only what went wrong (failed points, warnings, clean-up left to do); results print at the end."""
+
+    def message(self, text: str) -> None:
+        import sys
+
+        if "warning" in text or "could not" in text or "removed" in text:
+            print(text, file=sys.stderr, flush=True)
+
+    def running(self, n: int, total: int, label: str, where: str) -> None:
+        pass
+
+    def finished(self, n: int, total: int, label: str, summary: str) -> None:
+        import sys
+
+        if summary.startswith(("FAILED", "interrupted")):
+            print(f"{label}: {summary}", file=sys.stderr, flush=True)
+
+
 def sweep_spec(args: argparse.Namespace):
     """The SweepSpec the flags ask for (values checked against the workload later, in points.resolve)."""
     from repro.launch.points import SweepSpec
@@ -198,9 +217,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     loaded = [load_stack(s) for s in stacks]
     inventory = load_inventory(args.hosts)
     store = Store(args.store)
-    live = LiveProgress() if sys.stderr.isatty() and not args.dry_run else None
+    live = LiveProgress() if sys.stderr.isatty() and not (args.dry_run or args.quiet) else None
+    progress = live or (QuietProgress() if args.quiet else None)
     with live or contextlib.nullcontext():
-        result = bench(loaded if len(loaded) > 1 else loaded[0], inventory, spec, opts, store, live)
+        result = bench(loaded if len(loaded) > 1 else loaded[0], inventory, spec, opts, store, progress)
     if args.dry_run:
         for plan in result.plans:
             print("\n".join(plan.describe()))

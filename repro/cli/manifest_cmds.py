@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check stack manifests and their version compatibility",
                        description="Validate stack manifests: schema, extends, and the compatibility rules. "
                        "Exit status 2 if any stack has an error (or a warning, with --strict).")
-    p.add_argument("stacks", nargs="+", metavar="STACK", type=path_argument, help="manifest files")
+    p.add_argument("stacks", nargs="+", metavar="STACK", type=path_argument,
+                   help="manifest files or names, or directories of them")
     p.add_argument("--strict", action="store_true", help="treat warnings as errors")
     p.add_argument("--quiet", "-q", action="store_true", help="print errors only, no warnings or notes")
     p.add_argument("--json", action="store_true", help="machine-readable report")
@@ -57,7 +58,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     failed: list[str] = []
     report = []
-    for path in args.stacks:
+    from repro.inputs import expand_directories
+
+    for path in expand_directories(args.stacks, (".yaml", ".yml")):
         loaded, findings, error, bad = _validate_one(path, args.strict)
         if bad:
             failed.append(path)

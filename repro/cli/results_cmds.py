@@ -84,7 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "framework; any other name is a workload-specific setting. Example: --set 'logs/fp16-*.log:precision=fp16'"
         " --set 'logs/*:hosts=2'. exit status: 0 every file imported or skipped as already imported; 2 a file "
         "cannot be read or parsed (each is named with file:line; the good files are imported).")
-    imp.add_argument("files", nargs="*", metavar="FILE", type=path_argument, help="log files")
+    imp.add_argument("files", nargs="*", metavar="FILE", type=path_argument, help="log files, or directories of them")
     imp.add_argument("--table", metavar="CSV", type=path_argument, help="a CSV of published figures instead of logs")
     imp.add_argument("--stack", required=True, metavar="NAME", type=path_argument,
                      help="the stack the runs belong to: a name, or a manifest file (its hash then keys them)")
@@ -322,9 +322,11 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from repro.errors import InputError
+    from repro.inputs import expand_directories
     from repro.results.importers import import_files, import_stack, known_sources, source_key, unmatched
     from repro.results.store import Store
 
+    args.files = expand_directories(args.files)
     if bool(args.table) == bool(args.files):
         raise InputError("give log FILEs or --table CSV (one of the two)")
     overrides = _import_overrides(args)

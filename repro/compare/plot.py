@@ -15,6 +15,7 @@ from repro.compare.align import format_value
 from repro.compare.core import Comparison
 from repro.compare.render import column_label, display_columns
 from repro.errors import InputError, ResultsError
+from repro.extras import need
 
 SUFFIXES = (".png", ".svg")
 OLD_COLOR, NEW_COLOR = "#7f7f7f", "#1f77b4"
@@ -114,8 +115,7 @@ def plot(c: Comparison, path: str | Path) -> Path:
     panels = len(series) + (1 if c.allreduce else 0) + (1 if c.tta else 0)
     if not panels:
         raise ResultsError("nothing to plot: no point was measured on both sides")
-    import matplotlib
-
+    matplotlib = need("matplotlib", "plot", "--plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

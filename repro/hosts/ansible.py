@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.errors import BackendUnavailable
+from repro.extras import need
 from repro.resources import data_dir
 
 SKIP_PREFIX = "skipped:"
@@ -217,10 +218,7 @@ class _Collector:
 def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[TaskResult], None] | None = None,
                  ident: str | None = None, timeout: int | None = None) -> RunOutcome:
     """Run `run` through ansible-runner with private data dir `data_dir`; report each task result to `progress`."""
-    try:
-        import ansible_runner
-    except ImportError as exc:  # pragma: no cover - a dependency of repro
-        raise BackendUnavailable("ansible-runner is not installed", hint="install repro's dependencies") from exc
+    ansible_runner = need("ansible_runner", "hosts", "running Ansible playbooks")
     if not run.playbook_path.is_file():
         raise BackendUnavailable(f"playbook {run.playbook_path} not found",
                                  hint="set REPRO_PLAYBOOKS to repro's playbooks directory")

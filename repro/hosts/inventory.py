@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from repro import inputs
-from repro.errors import BackendUnavailable, Diagnostic, InventoryError, Location
+from repro.errors import Diagnostic, InventoryError, Location
 from repro.hosts.inventory_files import InventoryFiles
 from repro.hosts.listing_errors import ansible_reason
 
@@ -283,11 +283,10 @@ def inventory_from_listing(raw: object, path: str | Path) -> Inventory:
     return Inventory(str(path), tuple(hosts))
 
 
-def _ansible_inventory() -> str:
+def _ansible_inventory() -> str | None:
+    """The ansible-inventory program, or None when Ansible is not installed (repro[hosts])."""
     exe = shutil.which("ansible-inventory") or str(Path(sys.executable).with_name("ansible-inventory"))
-    if not Path(exe).exists():
-        raise BackendUnavailable("ansible-inventory not found", hint="install repro's dependencies (ansible-core)")
-    return exe
+    return exe if Path(exe).exists() else None
 
 
 def list_timeout() -> float:
@@ -328,7 +327,12 @@ def _bounded_int(text: str) -> int | str:
 def _listing(path: Path, timeout: float) -> Any:
     env = {**os.environ, "ANSIBLE_INVENTORY_UNPARSED_FAILED": "true", "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_DEPRECATION_WARNINGS": "false", "ANSIBLE_FORCE_COLOR": "0"}
-    argv = [_ansible_inventory(), "-i", str(path), "--list"]
+    exe = _ansible_inventory()
+    if exe is None:  # without the repro[hosts] extra: plain YAML inventories are read directly
+        from repro.hosts.inventory_yaml import listing
+
+        return listing(path)
+    argv = [exe, "-i", str(path), "--list"]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                           errors="replace", env=env, start_new_session=True) as proc:
         try:

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from repro.errors import BackendUnavailable, HostError
+from repro.errors import HostError
+from repro.extras import need
 from repro.hosts.inventory import Host
 
 CONNECT_TIMEOUT = 10.0
@@ -127,18 +128,15 @@ class Remote:
     def _client(self):
         if self._conn is not None:
             return self._conn.client
-        try:
-            import paramiko
-            from fabric import Connection
-        except ImportError as exc:  # pragma: no cover - dependency of repro
-            raise BackendUnavailable("fabric is not installed", hint="install repro's dependencies") from exc
+        connection = need("fabric", "hosts", f"SSH to {self.host.name}").Connection
+        paramiko = need("paramiko", "hosts", f"SSH to {self.host.name}")
         h = self.host
         connect_kwargs = {"timeout": self.connect_timeout, "banner_timeout": self.connect_timeout,
                           "auth_timeout": self.connect_timeout}
         if h.key_file:
             connect_kwargs["key_filename"] = str(Path(h.key_file).expanduser())
             connect_kwargs["look_for_keys"] = False
-        conn = Connection(h.address, user=h.user, port=h.port, connect_kwargs=connect_kwargs)
+        conn = connection(h.address, user=h.user, port=h.port, connect_kwargs=connect_kwargs)
         client = conn.client
         # fabric adds unknown host keys by default; repro refuses them instead.
         client.set_missing_host_key_policy(paramiko.RejectPolicy())

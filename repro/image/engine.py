@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from repro.errors import BackendUnavailable, ImageError
+from repro.extras import need
 
 if TYPE_CHECKING:
     import docker
@@ -16,10 +17,7 @@ ENGINE_TIMEOUT_S = 3600  # a silent build step (a long compile) must not look li
 
 def engine(docker_host: str | None = None) -> docker.DockerClient:
     """A Docker SDK client for the engine; BackendUnavailable when none answers."""
-    try:
-        import docker
-    except ImportError as exc:
-        raise BackendUnavailable("the docker Python package is not installed", hint="pip install 'docker>=7'") from exc
+    docker = need("docker", "images", "talking to a Docker engine")
     where = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
         if docker_host:

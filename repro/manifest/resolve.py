@@ -259,9 +259,29 @@ def _diagnostics(exc: ValidationError, lookup) -> list[Diagnostic]:
     return out
 
 
+def locate_stack(text: str | Path) -> Path:
+    """A stack manifest by path, or by name: NAME.yaml in ./stacks, then among repro's shipped stacks."""
+    path = Path(text)
+    if path.exists() or path.suffix in (".yaml", ".yml") or "/" in str(text):
+        return path  # a path: read (and refused, when it is none) as written
+    from repro.inputs import STACK_NAME
+    from repro.resources import data_dir
+
+    if STACK_NAME.problem(str(text)) is None:
+        for folder in (Path("stacks"), data_dir("stacks")):
+            candidate = folder / f"{text}.yaml"
+            if candidate.is_file():
+                return candidate
+    raise ManifestError(f"{text}: no such stack manifest",
+                        [Diagnostic("neither a file nor the name of a stack in ./stacks or among repro's stacks",
+                                    Location(str(text)))],
+                        hint="give a manifest's path, or a name `repro stacks` lists")
+
+
 def load_stack(path: str | Path) -> LoadedStack:
-    """Load, resolve `extends`, validate and derive a stack; every problem raises ManifestError."""
-    chain = _read_chain(Path(path))
+    """Load, resolve `extends`, validate and derive a stack (given by path or by name: locate_stack); every
+    problem raises ManifestError."""
+    chain = _read_chain(locate_stack(path))
     leaf = chain[-1]
     merged: dict[str, Any] = {}
     values: dict[FieldPath, Location] = {}

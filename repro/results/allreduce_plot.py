@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from repro.errors import InputError, ResultsError
+from repro.extras import need
 from repro.results.record import RunRecord
 from repro.results.summary import allreduce_rows
 
@@ -19,8 +20,7 @@ def plot_allreduce(records: Sequence[RunRecord], path: str | Path, link_gbps: fl
     rows = allreduce_rows(records, link_gbps)
     if not rows:
         raise ResultsError("nothing to plot: no successful all-reduce run")
-    import matplotlib
-
+    matplotlib = need("matplotlib", "plot", "--plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 from repro.errors import HostError, LaunchError
+from repro.extras import need
 from repro.hosts.inventory import Host
 from repro.hosts.remote import Remote, docker_argv, reachable
 from repro.hosts.ship import remote_image_id
@@ -145,8 +146,9 @@ class DockerRuntime:
             return tuple(h for h in pool.map(one, containers) if h)
 
     def _start(self, plan: LaunchPlan) -> None:
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        serialization = need("cryptography.hazmat.primitives.serialization", "hosts", "the docker runtime's launch key")
+        ed25519 = need("cryptography.hazmat.primitives.asymmetric.ed25519", "hosts", "the docker runtime's launch key")
+        Ed25519PrivateKey = ed25519.Ed25519PrivateKey
 
         key = Ed25519PrivateKey.generate()
         private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
