@@ -1,0 +1,99 @@
+"""What does `repro bench` add per point, over the launcher line it runs? (target: <= 1 s after the first point)
+
+    python bench/launch_overhead.py [--points 5] [--repeats 3]
+
+The point is tiny (ResNet-20, batch 4, 1 warm-up and 3 measured steps, 1 worker, host runtime on this machine),
+but its launcher line still starts Python and imports TensorFlow, which takes 10-50 s on a loaded 2-core machine
+and varies by more than the overhead being measured. So the overhead is measured inside each run, not by
+subtracting two noisy totals:
+  repro     `repro bench ... --repeats N` and a 1-point sweep; every stored record carries `duration_s`, the
+            launcher line's own wall time (process start to exit), so
+            outside(N) = wall time of `repro bench` - sum of its records' duration_s
+            per point after the first = (outside(N) - outside(1)) / (N - 1)
+            start-up (inventory, the one host software probe, imports) = outside(1)
+  raw       the exact line `repro bench --dry-run` prints for that point, run the same number of times, to show
+            that repro's `duration_s` is the line's own cost (median raw line / median duration_s, noisy).
+Repeats alternate which side runs first. Figures only; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+POINT = ["--stack", str(REPO / "stacks" / "cpu-tf215.yaml"), "--hosts", str(REPO / "inventories" / "localhost"),
+         "--runtime", "host", "--workers", "1", "--batch-size", "4", "--warmup-steps", "1", "--steps", "3"]
+
+
+def repro_run(points: int, store: str) -> tuple[float, list[float]]:
+    """Wall time of one `repro bench` sweep of `points` points, and the launcher durations it stored."""
+    argv = [sys.executable, "-m", "repro", "-q", "bench", *POINT, "--repeats", str(points), "--store", store]
+    t = time.monotonic()
+    subprocess.run(argv, cwd=REPO, check=True, capture_output=True)
+    wall = time.monotonic() - t
+    durations = [json.loads(p.read_text())["duration_s"] for p in Path(store).glob("runs/*/*.json")]
+    if len(durations) != points:
+        sys.exit(f"expected {points} records in {store}, found {len(durations)}")
+    return wall, durations
+
+
+def raw_line() -> list[str]:
+    """The launcher line of the point, from the dry run (`[host] env K=V ... mpirun ...`)."""
+    out = subprocess.run([sys.executable, "-m", "repro", "bench", *POINT, "--repeats", "1", "--dry-run"],
+                         cwd=REPO, check=True, capture_output=True, text=True).stdout
+    line = next(ln for ln in out.splitlines() if ln.startswith("[localhost] "))
+    return shlex.split(line.split("] ", 1)[1])
+
+
+def raw_times(argv: list[str], points: int) -> list[float]:
+    times = []
+    for _ in range(points):
+        t = time.monotonic()
+        subprocess.run(argv, cwd=REPO, check=True, capture_output=True)
+        times.append(time.monotonic() - t)
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--points", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    if args.points < 2:
+        ap.error("--points must be at least 2")
+    line = raw_line()
+    per_point, startup, inside, raw = [], [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(args.repeats):
+            for side in (("repro", "raw") if repeat % 2 == 0 else ("raw", "repro")):
+                if side == "raw":
+                    raw += raw_times(line, args.points)
+                    continue
+                wall1, d1 = repro_run(1, f"{tmp}/s{repeat}a")
+                walln, dn = repro_run(args.points, f"{tmp}/s{repeat}b")
+                out1, outn = wall1 - sum(d1), walln - sum(dn)
+                startup.append(out1)
+                per_point.append((outn - out1) / (args.points - 1))
+                inside += d1 + dn
+                print(f"repeat {repeat + 1}: {args.points} points in {walln:.1f} s, {outn:.2f} s of it outside the"
+                      f" launcher; 1 point in {wall1:.1f} s, {out1:.2f} s outside", file=sys.stderr)
+    print(f"repro per point after the first: {statistics.median(per_point):.2f} s (target <= 1 s); "
+          f"per repeat: {', '.join(f'{x:.2f}' for x in per_point)}")
+    print(f"repro start-up (1-point sweep, outside the launcher): {statistics.median(startup):.2f} s")
+    print(f"launcher line: raw {statistics.median(raw):.1f} s, inside repro {statistics.median(inside):.1f} s "
+          f"(ratio {statistics.median(raw) / statistics.median(inside):.2f}, medians of {len(raw)} and {len(inside)};"
+          f" the workload's own start-up dominates and is noisy)")
+    print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()
