@@ -8,7 +8,8 @@ Every size (in elements) is reduced along two paths, side by side in one run:
 * raw: `MPI_Allreduce` of host buffers through mpi4py, between the same ranks and with the same libmpi
   Horovod uses (each iteration after a barrier, as OSU's benchmarks do). It answers "is the fabric
   healthy?" (seed 004's task 0.a, nccl-tests' purpose). Float types MPI has (fp32, fp64) only; without
-  mpi4py in the environment the raw path is recorded as unavailable, with the reason.
+  mpi4py in the environment the raw path is recorded as unavailable, with the reason. The raw sweep runs
+  first, before Horovod starts: Horovod's background thread would otherwise compete for the cores.
 * horovod: `hvd.allreduce(op=Sum)` through whatever controller and operations the processes were launched
   with (MPI by default, Gloo under repro.workloads.gloo, NCCL for GPU tensors when Horovod has it), with
   its background cycle and tensor fusion (`--cycle-time-ms`, `--fusion-threshold`, or HOROVOD_* in the
@@ -144,12 +145,13 @@ def expected_sum(world_size: int) -> int:
 
 
 def raw_comm() -> tuple[Any, str | None]:
-    """mpi4py's world communicator after Horovod started MPI (so both use one libmpi), or why there is none."""
+    """mpi4py's world communicator, started before Horovod (so its background thread is not yet competing for
+    the cores while the raw path is timed; Horovod then uses the same libmpi), or why there is none."""
     try:
         from mpi4py import MPI
     except ImportError as exc:
         return None, f"mpi4py is not installed ({exc})"
-    if not MPI.Is_initialized():  # Gloo controller: processes started by mpirun, MPI not initialised by Horovod
+    if not MPI.Is_initialized():
         MPI.Init_thread(MPI.THREAD_MULTIPLE)
     return MPI.COMM_WORLD, None
 
@@ -212,22 +214,33 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     sizes = parse_sizes(args.sizes) if args.sizes else default_sizes(args.min_exp, args.max_exp, args.num)
     dtypes = parse_dtypes(args.dtypes)
     _environment(args)
+    comm, raw_missing = raw_comm() if args.raw else (None, "not asked for (--no-raw)")
+    counts = (args.iterations, args.warmup_iterations)
+    raw: dict[tuple[str, int], tuple[list[float], int]] = {}
+    if comm is not None:  # the whole raw sweep first, before Horovod's background thread starts
+        for dtype in (d for d in dtypes if d in RAW_DTYPES):
+            for elements in sizes:
+                raw[(dtype, elements)] = time_raw(comm, dtype, elements, *counts)
+                if comm.Get_rank() == 0:
+                    common.progress(f"allreduce raw {dtype} {elements} elements: "
+                                    f"{common.median(raw[(dtype, elements)][0]) * 1e6:.1f} us")
     world = common.start(args.intra_threads, args.inter_threads)
     import horovod.tensorflow as hvd
 
     backend = ("nccl" if hvd.nccl_built() else "gpu") if world.gpu else world.cpu_operations
-    comm, raw_missing = raw_comm() if args.raw else (None, "not asked for (--no-raw)")
+    if comm is not None and comm.Get_size() != world.size:  # e.g. Gloo's own launcher: each process alone in MPI
+        comm_size, comm, raw = comm.Get_size(), None, {}
+        raw_missing = f"MPI sees {comm_size} rank(s) of Horovod's {world.size}: not started by an MPI launcher"
     per_rank: dict[tuple[str, int], dict[str, Any]] = {}
     for dtype in dtypes:
         for elements in sizes:
             entry: dict[str, Any] = {}
-            counts = (args.iterations, args.warmup_iterations)
-            if comm is not None and dtype in RAW_DTYPES:
-                entry["raw"], entry["raw_wrong"] = time_raw(comm, dtype, elements, *counts)
+            if (dtype, elements) in raw:
+                entry["raw"], entry["raw_wrong"] = raw[(dtype, elements)]
             entry["horovod"], entry["wrong"] = time_horovod(world, dtype, elements, *counts)
             per_rank[(dtype, elements)] = entry
             if world.rank == 0:
-                common.progress(f"allreduce {dtype} {elements} elements: "
+                common.progress(f"allreduce horovod {dtype} {elements} elements: "
                                 f"{common.median(entry['horovod']) * 1e6:.1f} us" +
                                 (f" (raw {common.median(entry['raw']) * 1e6:.1f} us)" if "raw" in entry else ""))
 
