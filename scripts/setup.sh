@@ -82,8 +82,10 @@ if ! "$VENV/bin/python" -c "import horovod.tensorflow" 2>/dev/null; then
   pip install cloudpickle psutil pyyaml packaging cffi
 fi
 
-extras=bench
-[ "$MODE" = test ] && extras=bench,test
+# The demo runs workloads on this machine (extra "workloads": TensorFlow, Horovod, mpi4py; Horovod is already
+# installed from the wheelhouse above, so pip keeps it) and can plot; the tests need every extra.
+extras=workloads,plot
+[ "$MODE" = test ] && extras=workloads,all,test
 log "installing repro (editable) with [$extras]"
 pip install -e "$ROOT[$extras]"
 log "ready: $("$VENV/bin/repro" --version), $("$VENV/bin/python" -c 'import tensorflow as t, horovod as h; print("TensorFlow", t.__version__, "Horovod", h.__version__)' 2>/dev/null)"
