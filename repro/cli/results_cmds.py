@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from repro.cli.compare_cmds import SELECTORS_HELP, add_filter_options, add_window_options, filters_from
+from repro.cli.compare_cmds import (
+    SELECTORS_HELP,
+    add_filter_options,
+    add_format_option,
+    add_window_options,
+    filters_from,
+)
 from repro.inputs import path_argument
 
 
@@ -21,8 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _store_option(p)
     p.add_argument("--stack", metavar="S", type=path_argument, help=f"only this stack: {SELECTORS_HELP}")
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="JSON records summary")
-    out.add_argument("--csv", action="store_true", help="CSV")
+    add_format_option(out)
+    out.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
+    out.add_argument("--csv", dest="format", action="store_const", const="csv", help="same as --format csv")
     add_filter_options(p)
     p.add_argument("--save-selection", metavar="FILE", type=path_argument,
                    help="write this selection (store, --stack, filters) to FILE (*.selection.json), which "
@@ -43,7 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("selectors", nargs="*", metavar="SELECTOR", type=path_argument, help=SELECTORS_HELP)
     _store_option(sc, subcommand=True)
     add_filter_options(sc, subcommand=True)
-    sc.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    add_format_option(sc, subcommand=True)
+    sc.add_argument("--plot", metavar="FILE", type=path_argument,
+                    help="also write a figure (.png or .svg; checked before any work): images/sec per worker count, "
+                    "stacks side by side with error bars and value labels, and speedup against the ideal line")
     add_window_options(sc)
     sc.set_defaults(handler=cmd_scaling)
 
@@ -95,12 +105,8 @@ def _summary(record) -> dict:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    import csv
-    import json
     import sys
     from pathlib import Path
-
-    from tabulate import tabulate
 
     from repro.compare.select import select, write_selection_file
     from repro.results.store import Store
@@ -115,25 +121,23 @@ def cmd_results(args: argparse.Namespace) -> int:
     else:
         records = [r for r in store.records() if filters.matches(r.settings)]
     rows = [_summary(r) for r in records]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if args.csv:
-        fields = list(rows[0]) if rows else ["id"]
-        writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
-        return 0
-    if not rows:
+    if not rows and args.format == "table":
         print(f"no runs in {store.root}")
         return 0
-    table = [[r["id"], r["created"], r["stack"], r["workload"], r["model"] or "-", r["workers"], r["hosts"],
-              r["status"] if r["origin"] == "bench" else f"{r['status']} ({r['origin']})",
-              _ips(rec)] for r, rec in zip(rows, records, strict=True)]
-    print(tabulate(table, headers=["id", "created", "stack", "workload", "model", "workers", "hosts", "status",
-                                   "images/sec"], disable_numparse=True))
+    cells = [(r["id"], r["created"], r["stack"], r["workload"], r["model"] or "-", str(r["workers"]), str(r["hosts"]),
+              r["status"] if r["origin"] == "bench" else f"{r['status']} ({r['origin']})", _ips(rec))
+             for r, rec in zip(rows, records, strict=True)]
+    sys.stdout.write(_listing(rows, cells, args.format))
     return 0
+
+
+def _listing(rows: list[dict], cells: list[tuple[str, ...]], fmt: str) -> str:
+    """The `repro results` listing in a registered format (json and csv: the rows' raw values)."""
+    from repro.formats import Column, Document, Table, render
+
+    headers = ("id", "created", "stack", "workload", "model", "workers", "hosts", "status", "images/sec")
+    columns = tuple(Column(h, numeric=h in ("workers", "hosts", "images/sec")) for h in headers)
+    return render(Document((Table(columns, tuple(cells), tuple(rows), name="runs"),), data=rows), fmt)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -145,7 +149,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     record = Store(args.store).get(args.id)
     data = record.model_dump(mode="json")
-    if args.json:
+    if getattr(args, "json", False):  # `results --json` is `--format json` now; show keeps its own --json
         print(json.dumps(data, indent=2, sort_keys=True))
         return 0
     summary = _summary(record)
@@ -175,6 +179,10 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     from repro.results.store import Store
     from repro.workloads.catalog import kind_of
 
+    if args.plot:
+        from repro.results.plots import check_target
+
+        check_target(args.plot)  # before any work
     store = Store(args.store)
     filters = filters_from(args)
     if args.selectors:
@@ -186,6 +194,10 @@ def cmd_scaling(args: argparse.Namespace) -> int:
         raise ResultsError(f"no throughput runs to tabulate in {store.root}")
     rows = metrics.scaling(metrics.points(records, warmup=args.warmup), baseline_workers=args.baseline_workers)
     sys.stdout.write(scaling_table(rows, args.format))
+    if args.plot:
+        from repro.results.figures import plot_scaling
+
+        print(f"plot written to {plot_scaling(rows, args.plot)}", file=sys.stderr)
     return 0
 
 
