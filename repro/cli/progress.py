@@ -36,7 +36,6 @@ class LiveProgress:
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
-
         from rich.table import Column
 
         # the description gives way (ellipsis) so that the counts, the time and the ETA always show
