@@ -154,6 +154,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "see docs/statistics.md)")
     g.add_argument("--backends", action="append", metavar="C,...", help="Horovod controllers: mpi, gloo or mpi,gloo")
     _workload_options(p)
+    _running_options(p)
+    p.set_defaults(handler=cmd_bench)
+
+
+def _running_options(p: argparse.ArgumentParser) -> None:
+    """How the sweep runs and what it prints: time limit, resume, dry run, store, format, plot, figures."""
     r = p.add_argument_group("running")
     r.add_argument("--timeout", type=positive_seconds, default=1800.0,
                    help="time limit per point, seconds (default 1800)")
@@ -175,7 +181,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "one they are not shown)")
     r.add_argument("--link-gbps", type=finite_number, default=None, metavar="GBIT/S",
                    help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
-    p.set_defaults(handler=cmd_bench)
 
 
 def sweep_spec(args: argparse.Namespace):

@@ -27,6 +27,7 @@ from repro.results.plots import (
     figure,
     finish,
     legend_entries,
+    log_if_wide,
     save,
 )
 
@@ -34,16 +35,19 @@ MARK = {"faster": " ▲", "slower": " ▼"}
 
 
 def side_label(side: SideInfo, other: SideInfo) -> str:
-    """The stack names of one side; with the hash where both sides carry the same names."""
+    """The stack names of one side; with the hash where both sides carry the same names, and the side where
+    they carry the same stacks (a stack compared with itself)."""
     names = ", ".join(side.stacks) or side.label
-    if names == ", ".join(other.stacks):
+    if names != ", ".join(other.stacks):
+        return names
+    if side.stack_hashes != other.stack_hashes:
         return f"{names} ({', '.join(h[:7] for h in side.stack_hashes)})"
-    return names
+    return f"{names} ({side.label})"
 
 
 def _series(c: Comparison) -> tuple[str, dict[str, list[Any]]]:
     """(the settings every series shares, {a series' own settings: its rows})."""
-    cols = [k for k in display_columns(c) if k not in ("workers", "hosts")]  # the x axis: workers (hosts)
+    cols = [k for k in display_columns(c, c.throughput) if k not in ("workers", "hosts")]  # x axis: workers (hosts)
     out: dict[str, list[Any]] = defaultdict(list)
     for row in c.throughput:
         values = dict(row.key)
@@ -91,7 +95,7 @@ def _allreduce_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
                      color=color(i), label=name)
             bw.plot([p[0] for p in pts], [(p[1].busbw_median or 0) / 1e9 for p in pts], style, marker=".",
                     color=color(i), label=name)
-    lat.set(xscale="log", yscale="log", xlabel="message size (bytes)", ylabel="latency (us)",
+    lat.set(xscale="log", yscale=log_if_wide(lat), xlabel="message size (bytes)", ylabel="latency (us)",
             title="all-reduce latency (median)")
     bw.set(xscale="log", xlabel="message size (bytes)", ylabel="bus bandwidth (GB/s)", title="bus bandwidth")
     for ax in (lat, bw):
@@ -99,8 +103,11 @@ def _allreduce_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
 
 
 def _tta_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
-    groups = [f"{dict(r.key).get('workers')} workers" + (f"\n{r.speedup.ratio:.2f}x{MARK.get(r.speedup.verdict, '')}"
-                                                          if r.speedup.ratio is not None else "") for r in c.tta]
+    groups = []
+    for r in c.tta:
+        n = dict(r.key).get("workers")
+        ratio = f"\n{r.speedup.ratio:.2f}x{MARK.get(r.speedup.verdict, '')}" if r.speedup.ratio is not None else ""
+        groups.append(f"{n} worker{'s' if n != 1 else ''}{ratio}")
     draw_bars(row.bars, groups, [Bars(labels[0], [r.old.time_to_accuracy_s for r in c.tta], color=0),
                                  Bars(labels[1], [r.new.time_to_accuracy_s for r in c.tta], color=1)],
               ylabel="time to accuracy (s)", xlabel="(under each: OLD time / NEW time)")

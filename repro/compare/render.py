@@ -77,9 +77,12 @@ def _interval(ratio: stats.RatioResult) -> str:
     return f"[{ratio.low:.3f}, {ratio.high:.3f}]"
 
 
-def display_columns(c: Comparison) -> list[str]:
-    """Key columns a table shows: workers always, then every key that varies (the rest go to the caption)."""
-    return [k for k in c.keys if k == "workers" or k in c.columns]
+def display_columns(c: Comparison, rows: Sequence[Any] | None = None) -> list[str]:
+    """Key columns a table of `rows` (default: every compared point) shows: workers always, then every key that
+    varies among them (the rest go to the caption)."""
+    if rows is None:
+        return [k for k in c.keys if k == "workers" or k in c.columns]
+    return [k for k in c.keys if k == "workers" or len({dict(r.key).get(k) for r in rows}) > 1]
 
 
 def _key_cells(key: Sequence[tuple[str, Any]], cols: Sequence[str]) -> list[str]:
@@ -154,7 +157,7 @@ def _criterion(c: Comparison) -> str:
 
 
 def _throughput_table(c: Comparison) -> Table:
-    cols = display_columns(c)
+    cols = display_columns(c, c.throughput)
     conf = f"{c.options.confidence:.0%}"
     columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols),
                *(Column(h, numeric=True) for h in ("OLD img/s", "OLD ±", "NEW img/s", "NEW ±", "NEW/OLD",
@@ -178,7 +181,7 @@ def _throughput_table(c: Comparison) -> Table:
 
 def _point_name(c: Comparison, key: Sequence[tuple[str, Any]]) -> str:
     values = dict(key)
-    return ", ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in display_columns(c))
+    return ", ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in display_columns(c, c.throughput))
 
 
 def _throughput_notes(c: Comparison) -> list[str]:
@@ -209,7 +212,7 @@ def _backends(rows: Sequence[AllreduceRow], path: str) -> str:
 
 
 def _allreduce_table(c: Comparison) -> Table:
-    cols = [k for k in display_columns(c) if k != "model"]
+    cols = [k for k in display_columns(c, c.allreduce) if k != "model"]
     rows = sorted(c.allreduce, key=lambda r: (PATHS.index(r.path) if r.path in PATHS else 9, r.key, r.dtype,
                                               r.bytes))
     dtypes = len({r.dtype for r in rows}) > 1
@@ -224,8 +227,9 @@ def _allreduce_table(c: Comparison) -> Table:
               _num(r.new.busbw_median / 1e9 if r.new.busbw_median is not None else None, 2),
               _ratio(r.bandwidth.ratio), _interval(r.bandwidth),
               verdict_text(r.bandwidth, better="more bandwidth", worse="less bandwidth")) for r in rows]
-    dtype = f"dtype {rows[0].dtype}" if rows and not dtypes else ""
-    caption = [" · ".join(x for x in (_constants(c, rows, cols), dtype) if x),
+    constants = _constants(c, rows, cols)
+    dtype = f"dtype {rows[0].dtype}" if rows and not dtypes and "dtypes " not in constants else ""
+    caption = [" · ".join(x for x in (constants, dtype) if x),
                *(x for x in (_backends(rows, p) for p in PATHS) if x),
                "time: median latency of one all-reduce (us); busbw: bus bandwidth in GB/s (1e9 bytes/s, nccl-tests' "
                "definition: size / time x 2(n-1)/n)",
@@ -236,7 +240,7 @@ def _allreduce_table(c: Comparison) -> Table:
 
 
 def _tta_table(c: Comparison) -> Table:
-    cols = display_columns(c)
+    cols = display_columns(c, c.tta)
     targets = {r.old.target or r.new.target for r in c.tta}
     columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols),
                *([Column("target", True)] if len(targets) > 1 else []),
@@ -251,8 +255,9 @@ def _tta_table(c: Comparison) -> Table:
     target = f"target top-1 {_pct(next(iter(targets)))}" if len(targets) == 1 else ""
     caption = [" · ".join(x for x in (_constants(c, c.tta, cols), target) if x),
                "TTA: mean seconds until validation top-1 first reached the target, over the runs that reached it; "
+               "top-1: final validation accuracy (mean over runs)",
                f"OLD/NEW: speed-up (>1: NEW is sooner), {c.options.confidence:.0%} interval over runs; "
-               f"{_criterion(c)}; top-1: final validation accuracy (mean over runs)"]
+               f"{_criterion(c)}"]
     return Table(tuple(columns), tuple(cells), tuple({"kind": "tta", **dict(r.key), **tta_dict(r)} for r in c.tta),
                  title="Time to accuracy: speed-up = OLD time / NEW time", caption=tuple(x for x in caption if x),
                  name="tta")
@@ -269,7 +274,7 @@ def _summary_lines(c: Comparison) -> list[str]:
 
 
 def _one_sided_table(c: Comparison, items: Sequence[OneSided], side: str) -> Table:
-    cols = display_columns(c)
+    cols = display_columns(c, items)
     columns = (*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("runs", True),
                Column("failed", True))
     cells = tuple((*_key_cells(o.key, cols), str(o.runs), str(o.failed)) for o in items)

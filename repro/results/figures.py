@@ -18,7 +18,18 @@ from typing import Any
 
 from repro.errors import ResultsError
 from repro.results.metrics import ScalingRow
-from repro.results.plots import REFERENCE, VALUE_LABEL, Bars, Line, color, figure, finish, legend_entries, save
+from repro.results.plots import (
+    REFERENCE,
+    VALUE_LABEL,
+    Bars,
+    Line,
+    color,
+    figure,
+    finish,
+    legend_entries,
+    log_if_wide,
+    save,
+)
 from repro.results.record import RunRecord
 from repro.results.report import setting_text
 from repro.results.summary import GB, AllreduceSweep, allreduce_sweeps
@@ -146,10 +157,10 @@ def allreduce_figure(sweeps: Sequence[AllreduceSweep]) -> Any:
     if link:
         bw.axhline(link / 8, color="#777777", linestyle=":", label=f"link {link / 8:g} GB/s ({link:g} Gbit/s)",
                    gid=REFERENCE)
-    lat.set(xscale="log", yscale="log", xlabel="message size (bytes)", ylabel="latency (us)",
+    lat.set(xscale="log", yscale=log_if_wide(lat), xlabel="message size (bytes)", ylabel="latency (us)",
             title="latency per all-reduce (median)")
-    averages = ", ".join(f"{'hvd' if p == 'horovod' else p} {v / GB:.2f}" for s in sweeps[:1] for p in ("horovod", "raw")
-                         if (v := s.average_busbw(p)) is not None)
+    averages = ", ".join(f"{'hvd' if p == 'horovod' else p} {v / GB:.2f}" for s in sweeps[:1]
+                         for p in ("horovod", "raw") if (v := s.average_busbw(p)) is not None)
     bw.set(xscale="log", xlabel="message size (bytes)", ylabel="bus bandwidth (GB/s)",
            title="bus bandwidth (nccl-tests' busbw)" + (f"; average {averages} GB/s" if averages and not several
                                                           else ""))

@@ -236,12 +236,23 @@ def declutter(fig: Any) -> None:
         later.set_visible(False)
 
 
+def log_if_wide(ax: Any) -> str:
+    """'log' when the axes' lines span more than a decade of y, else 'linear' (log ticks of a narrow range are
+    unreadable)."""
+    ys = [y for line in ax.get_lines() for y in line.get_ydata() if _finite(y) and y > 0]
+    return "log" if ys and max(ys) > 10 * min(ys) else "linear"
+
+
 def finish(fig: Any, title: str, handles: Sequence[Any] = (), labels: Sequence[str] = ()) -> None:
-    """One legend for the whole figure (the series are the same in every panel), under the panels; the title."""
+    """One legend for the whole figure (the series are the same in every panel), under the panels; the title,
+    its lines wrapped to the figure's width."""
+    import textwrap
+
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), frameon=False,
                    fontsize=9)
-    fig.suptitle(title, fontsize=11)
+    width = int(fig.get_figwidth() * 11)  # characters of 11 pt text across the figure
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in title.splitlines()), fontsize=11)
     declutter(fig)
 
 
