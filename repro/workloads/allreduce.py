@@ -1,10 +1,10 @@
 """All-reduce sweep (MLBench task 0.a, reported the nccl-tests way): latency and bandwidth per size.
 
     mpirun -np 2 python -m repro.workloads.allreduce [--min-exp 0 --max-exp 7.5 --num 26 | --sizes 1,1024]
-        [--dtypes fp32] [--iterations 50] [--large-iterations 10 --large-bytes 4194304] [--warmup-iterations 5]
+        [--dtypes fp32] [--iterations 50] [--large-iterations 10 --large-bytes 1048576] [--warmup-iterations 5]
 
 The defaults (26 sizes from 4 bytes to 126 MB of fp32, as nccl-tests' default doubling sweep; fewer
-timed iterations from 4 MiB on, where one all-reduce already takes milliseconds) finish in about a
+timed iterations from 1 MiB on, where one all-reduce already takes milliseconds) finish in about a
 minute on 2 local workers; rank 0 prints a row per size as it is measured, as nccl-tests does.
 
 Every size (in elements) is reduced along two paths, side by side in one run:
@@ -42,7 +42,7 @@ RAW_DTYPES = ("fp32", "fp64", "int32")  # MPI has no 16-bit float to sum
 
 
 MIN_EXP, MAX_EXP, NUM = 0.0, 7.5, 26  # the default sweep: 1 to 31.6M elements (126 MB of fp32), 26 sizes
-ITERATIONS, LARGE_ITERATIONS, LARGE_BYTES, WARMUP = 50, 10, 1 << 22, 5
+ITERATIONS, LARGE_ITERATIONS, LARGE_BYTES, WARMUP = 50, 10, 1 << 20, 5
 LARGE_WARMUP = 2  # at most, from --large-bytes on: one such all-reduce takes milliseconds to seconds
 
 
