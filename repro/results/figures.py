@@ -162,7 +162,7 @@ def allreduce_figure(sweeps: Sequence[AllreduceSweep]) -> Any:
     averages = ", ".join(f"{'hvd' if p == 'horovod' else p} {v / GB:.2f}" for s in sweeps[:1]
                          for p in ("horovod", "raw") if (v := s.average_busbw(p)) is not None)
     bw.set(xscale="log", xlabel="message size (bytes)", ylabel="bus bandwidth (GB/s)",
-           title="bus bandwidth (nccl-tests' busbw)" + (f"; average {averages} GB/s" if averages and not several
+           title="bus bandwidth (nccl-tests' busbw)" + (f"\naverage: {averages} GB/s" if averages and not several
                                                           else ""))
     for ax in (lat, bw):
         ax.grid(True, which="both", alpha=0.3)
@@ -200,7 +200,7 @@ def tta_figure(records: Sequence[RunRecord]) -> Any:
     ax.set(xlabel="time since the start of training (s)", ylabel="validation top-1 (%)",
            title="accuracy against time (dotted: time to accuracy)")
     ax.set_ylim(0, 100)
-    ax.set_xlim(left=0)
+    ax.set_xlim(0, ax.get_xlim()[1] * 1.08)  # room for the time-to-accuracy labels at the right
     ax.grid(alpha=0.3)
     stacks = ", ".join(dict.fromkeys(r.stack.name for r in runs))
     finish(fig, f"{stacks}: time to accuracy", *legend_entries(fig))

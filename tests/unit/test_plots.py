@@ -82,7 +82,6 @@ def test_a_series_without_a_speedup_gets_no_empty_speedup_panel():
 
 
 def test_crowded_bar_labels_are_turned_and_never_collide():
-    old, _ = sides()
     many = []  # sixteen stacks side by side at about 20,000 images/sec: narrow bars, labels wider than them
     for i in range(16):
         stack = StackRef(name=f"stack-{i:02d}", hash=f"{i:012d}")
