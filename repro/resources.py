@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from repro.errors import BackendUnavailable, InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as a package (a dependency there)
+    import tomli as tomllib
 
 NAMES = {"docker": "REPRO_DOCKER_TEMPLATES", "playbooks": "REPRO_PLAYBOOKS", "stacks": "REPRO_STACKS",
          "inventories": "REPRO_INVENTORIES"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from repro.cli.progress import LiveProgress
+from repro.formats import FORMATS
 from repro.inputs import count_argument, finite_number, path_argument, positive_seconds
 
 DEFAULT_REPEATS = 3  # run-to-run variation is the dominant noise on shared machines: measure it
@@ -68,6 +69,28 @@ def _once(values: list[str] | None, flag: str) -> str | None:
     return values[-1]
 
 
+def _shown(value: object) -> str:
+    return {True: "on", False: "off"}.get(value, str(value)) if isinstance(value, bool) else str(value)  # type: ignore
+
+
+def _default(setting: str, field: str) -> str:
+    """' (default: ...)' for a common setting: the stack's benchmark field for throughput workloads (the schema's
+    default unless the stack sets one), each other workload's own default."""
+    from repro.launch.workloads import WORKLOADS
+    from repro.manifest.schema import Benchmark
+
+    derived = {"fp16": "fp32", "data_format": "NCHW on GPU, NHWC on CPU"}  # what the field's default means
+    base = derived.get(field, Benchmark.model_fields[field].default)
+    others = []
+    for name in WORKLOADS.names():
+        spec = WORKLOADS.get(name).spec
+        option = spec.by_setting(setting)
+        if spec.kind != "throughput" and option is not None and option.bench:
+            others.append(f"{name}: {_shown(option.default) if option.default is not None else 'its own'}")
+    return f" (default: the stack's benchmark.{field}, {_shown(base)} unless it sets one" + (
+        f"; {'; '.join(others)}" if others else "") + ")"
+
+
 def _workload_options(p: argparse.ArgumentParser) -> None:
     """One argument group per workload with its own options (declared in its spec)."""
     from repro.launch.workloads import WORKLOADS
@@ -81,7 +104,7 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         g = p.add_argument_group(f"{name} (--workload {name})")
         for o in options:
             seen.add(o.name)
-            default = "" if o.default is None else f" (default {o.default})"
+            default = "" if o.default is None else f" (default {_shown(o.default)})"
             g.add_argument(o.flag, dest=f"x_{o.name}", action="append", metavar="V", help=f"{o.help}{default}")
 
 
@@ -110,23 +133,33 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"{WORKLOADS.describe()} (default: the stack's benchmark.workload)")
     g = p.add_argument_group("sweep (list flags take comma lists and accumulate when repeated)")
     g.add_argument("--workers", action="append", metavar="N,...", help="worker counts, e.g. 1,2,4,8 (default 1)")
-    g.add_argument("--model", action="append", metavar="M,...", help="models (default: the stack's)")
+    g.add_argument("--model", action="append", metavar="M,...", help="models" + _default("model", "model"))
     g.add_argument("--batch-size", action="append", metavar="B,...",
-                   help="per-worker batch (weak) or global batch (strong)")
+                   help="per-worker batch (weak) or global batch (strong)" + _default("batch_per_worker",
+                                                                                      "batch_size"))
     g.add_argument("--scaling", choices=("weak", "strong"), default="weak", help="(default weak)")
-    g.add_argument("--precision", action="append", metavar="P,...", help="fp32, fp16 or fp32,fp16")
-    g.add_argument("--xla", action="append", metavar="on|off|both", help="(default: the stack's)")
-    g.add_argument("--data-format", action="append", metavar="F", help="NHWC or NCHW")
+    g.add_argument("--precision", action="append", metavar="P,...",
+                   help="fp32, fp16 or fp32,fp16" + _default("precision", "fp16"))
+    g.add_argument("--xla", action="append", metavar="on|off|both", help="XLA" + _default("xla", "xla"))
+    g.add_argument("--data-format", action="append", metavar="F", help="NHWC or NCHW" + _default("data_format",
+                                                                                                "data_format"))
     g.add_argument("--data", action="append", metavar="D",
                    help="synthetic, real (the inventory's repro_dataset_dir) or a directory on the hosts")
     g.add_argument("--threads", action="append", metavar="T,...", help="intra-op threads per worker to sweep (CPU)")
-    g.add_argument("--warmup-steps", action="append", metavar="N")
-    g.add_argument("--steps", action="append", metavar="N")
+    g.add_argument("--warmup-steps", action="append", metavar="N",
+                   help="steps before the measured ones" + _default("warmup_steps", "warmup_steps"))
+    g.add_argument("--steps", action="append", metavar="N", help="measured steps" + _default("steps", "steps"))
     g.add_argument("--repeats", action="append", metavar="N",
                    help=f"runs of every point (default {DEFAULT_REPEATS}: a verdict needs at least 2 runs per side; "
                    "see docs/statistics.md)")
     g.add_argument("--backends", action="append", metavar="C,...", help="Horovod controllers: mpi, gloo or mpi,gloo")
     _workload_options(p)
+    _running_options(p)
+    p.set_defaults(handler=cmd_bench)
+
+
+def _running_options(p: argparse.ArgumentParser) -> None:
+    """How the sweep runs and what it prints: time limit, resume, dry run, store, format, plot, figures."""
     r = p.add_argument_group("running")
     r.add_argument("--timeout", type=positive_seconds, default=1800.0,
                    help="time limit per point, seconds (default 1800)")
@@ -134,17 +167,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--dry-run", action="store_true", help="print every command on every host; run nothing")
     r.add_argument("--store", default=None, type=path_argument,
                    help="results directory (default: $REPRO_STORE or ./results)")
+    r.add_argument("--format", choices=FORMATS.names(), default="table",
+                   help=f"output format of the end-of-sweep table: {FORMATS.describe()} (default table)")
     r.add_argument("--plot", default=None, metavar="FILE", type=path_argument,
-                   help="all-reduce: latency/bandwidth plot (.png or .svg)")
+                   help="also write a figure (.png or .svg; checked before the sweep starts): cnn images/sec per "
+                   "worker count with speedup against the ideal line, all-reduce latency and bus bandwidth per size "
+                   "for both paths, tta accuracy against time")
     r.add_argument("--warmup", choices=("fixed", "auto"), default="fixed",
                    help="steps the figures use: after the fixed warm-up count, or from the steady state each rank's "
                    "step times reached (auto; detected and stored either way, see docs/statistics.md)")
     r.add_argument("--baseline-workers", type=count_argument, default=None, metavar="N",
                    help="the point speedup and efficiency are relative to (default: the 1-worker point; without "
                    "one they are not shown)")
-    r.add_argument("--link-gbps", type=finite_number, default=None,
+    r.add_argument("--link-gbps", type=finite_number, default=None, metavar="GBIT/S",
                    help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
-    p.set_defaults(handler=cmd_bench)
 
 
 class QuietProgress:
@@ -197,8 +233,10 @@ def options(args: argparse.Namespace):
         raise InputError(f"--timeout: expected a positive number of seconds, found {args.timeout:g}")
     if args.link_gbps is not None and (not math.isfinite(args.link_gbps) or args.link_gbps <= 0):
         raise InputError(f"--link-gbps: expected a positive number, found {args.link_gbps:g}")
-    if args.plot and not args.plot.lower().endswith((".png", ".svg")):
-        raise InputError(f"--plot {args.plot}: expected a .png or .svg file name")
+    if args.plot:
+        from repro.results.plots import check_target
+
+        check_target(args.plot)  # a plot that cannot be written is refused before the sweep, not after it
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
                         timeout=args.timeout, resume=args.resume, dry_run=args.dry_run)
 
@@ -225,34 +263,44 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for plan in result.plans:
             print("\n".join(plan.describe()))
         return 0
-    for one in loaded:
-        _report([r for r in result.records if r.stack.hash == one.hash], store, args)
+    _report(result.records, store, args)
     if len(loaded) > 1 and result.records:
         print(f"\ninterleaved runs are paired: repro compare {stacks[0]} {stacks[1]}"
-              + (f" --store {args.store}" if args.store else ""))
+              + (f" --store {args.store}" if args.store else ""), file=_messages(args))
     if result.failed:
-        print(f"{len(result.failed)} of {len(result.records)} runs failed; `repro bench ... --resume` re-runs them")
+        print(f"{len(result.failed)} of {len(result.records)} runs failed; `repro bench ... --resume` re-runs them",
+              file=_messages(args))
         return 1
     return 0
 
 
+def _messages(args: argparse.Namespace):
+    """Where lines other than the table go: stdout, or stderr when the table is data (csv, json)."""
+    import sys
+
+    from repro.formats import is_machine
+
+    return sys.stderr if is_machine(args.format) else sys.stdout
+
+
 def _report(records, store, args) -> None:
-    from repro.results import summary as report
-    from repro.workloads.catalog import kind_of
+    """The end-of-sweep table of every stack's records (one table: stacks side by side) and the figure."""
+    import sys
 
+    from repro.formats import render
+    from repro.results.summary import sweep_document
+
+    out = _messages(args)
     if not records:
-        print("nothing to run: every point of this sweep is already stored (--resume)")
+        print("nothing to run: every point of this sweep is already stored (--resume)", file=out)
         return
-    print(f"\nstored {len(records)} run(s) in {store.root}")
-    kind = kind_of(records[0].settings.workload)
-    if kind == "throughput":
-        print(report.scaling_report(records, warmup=args.warmup, baseline_workers=args.baseline_workers))
-    elif kind == "allreduce":
-        print(report.allreduce_report(records, link_gbps=args.link_gbps))
-        if args.plot:
-            from repro.results.allreduce_plot import plot_allreduce
+    print(f"\nstored {len(records)} run(s) in {store.root}", file=out)
+    ok = [r for r in records if r.status == "ok"] or records
+    sys.stdout.write(render(sweep_document(records, warmup=args.warmup, baseline_workers=args.baseline_workers,
+                                           link=args.link_gbps), args.format))
+    if args.plot and any(r.status == "ok" for r in records):
+        from repro.results.figures import plot_records
 
-            plot_allreduce(records, args.plot, link_gbps=args.link_gbps)
-            print(f"plot: {args.plot}")
-    elif kind == "tta":
-        print(report.tta_report(records))
+        written = plot_records(ok, args.plot, warmup=args.warmup, baseline_workers=args.baseline_workers,
+                               link=args.link_gbps)
+        print(f"plot written to {written}", file=sys.stderr)

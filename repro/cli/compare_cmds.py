@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from repro.formats import FORMATS
 from repro.inputs import count_argument, finite_number, path_argument
 
 EXIT_REGRESSION = 4
@@ -43,6 +44,12 @@ def add_window_options(p: argparse.ArgumentParser) -> None:
                    "without one shows none)")
 
 
+def add_format_option(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
+    """--format NAME, one of the registered output formats (repro.formats.FORMATS)."""
+    p.add_argument("--format", choices=FORMATS.names(), default=argparse.SUPPRESS if subcommand else "table",
+                   help=f"output format: {FORMATS.describe()} (default table)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare", help="compare two stacks' results: ratios, significance, scaling, what changed",
@@ -60,11 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_filter_options(p)
     p.add_argument("--store", metavar="DIR", type=path_argument,
                    help="results store (default: $REPRO_STORE or ./results)")
-    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table",
-                   help="output format (default: table)")
+    add_format_option(p)
     p.add_argument("--plot", metavar="FILE", type=path_argument,
-                   help="also write a plot (.png or .svg): images/sec per worker count "
-                   "with the ratio over each pair, and scaling efficiency")
+                   help="also write a figure (.png or .svg; checked before any work): images/sec per worker count, "
+                   "the stacks side by side with error bars and NEW/OLD under each pair, speedup against the ideal "
+                   "line; all-reduce latency and bus bandwidth per size")
     p.add_argument("--threshold", type=finite_number, default=None, metavar="X",
                    help="relative change below which a difference is not significant (default 0.02 = 2%%)")
     p.add_argument("--confidence", type=finite_number, default=None, metavar="C",
@@ -100,6 +107,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from repro.pipeline.compare import compare
     from repro.results.store import Store
 
+    if args.plot:
+        from repro.results.plots import check_target
+
+        check_target(args.plot)  # before any work
     result = compare(args.old, args.new, store=Store(args.store), filters=filters_from(args),
                      options=options_from(args)).comparison
     sys.stdout.write(render(result, args.format))

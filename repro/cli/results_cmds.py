@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from repro.cli.compare_cmds import SELECTORS_HELP, add_filter_options, add_window_options, filters_from
+from repro.cli.compare_cmds import (
+    SELECTORS_HELP,
+    add_filter_options,
+    add_format_option,
+    add_window_options,
+    filters_from,
+)
 from repro.inputs import path_argument
 
 
@@ -21,8 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _store_option(p)
     p.add_argument("--stack", metavar="S", type=path_argument, help=f"only this stack: {SELECTORS_HELP}")
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="JSON records summary")
-    out.add_argument("--csv", action="store_true", help="CSV")
+    add_format_option(out)
+    out.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
+    out.add_argument("--csv", dest="format", action="store_const", const="csv", help="same as --format csv")
     add_filter_options(p)
     p.add_argument("--save-selection", metavar="FILE", type=path_argument,
                    help="write this selection (store, --stack, filters) to FILE (*.selection.json), which "
@@ -43,7 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("selectors", nargs="*", metavar="SELECTOR", type=path_argument, help=SELECTORS_HELP)
     _store_option(sc, subcommand=True)
     add_filter_options(sc, subcommand=True)
-    sc.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    add_format_option(sc, subcommand=True)
+    sc.add_argument("--plot", metavar="FILE", type=path_argument,
+                    help="also write a figure (.png or .svg; checked before any work): images/sec per worker count, "
+                    "stacks side by side with error bars and value labels, and speedup against the ideal line")
     add_window_options(sc)
     sc.set_defaults(handler=cmd_scaling)
 
@@ -115,15 +125,6 @@ def _row(summary) -> dict:
             "status": summary.status, "images_per_sec": summary.images_per_sec, "failure": summary.failure}
 
 
-def _text_table(headers: list[str], rows: list[tuple[str, ...]], right: set[int]) -> str:
-    """A plain table (tabulate's "simple" layout), fast enough for 100,000 rows; numbers right-aligned."""
-    widths = [max(len(h), max((len(r[i]) for r in rows), default=0)) for i, h in enumerate(headers)]
-    template = "  ".join(f"{{:{'>' if i in right else '<'}{w}}}" for i, w in enumerate(widths))
-    lines = [template.format(*headers), template.format(*("-" * w for w in widths))]
-    lines += [template.format(*r) for r in rows]
-    return "\n".join(line.rstrip() for line in lines)
-
-
 def _cells(s) -> tuple[str, ...]:
     """One run's row of the `repro results` table."""
     return (s.id, s.created, s.stack, s.workload, s.model or "-", str(s.workers), str(s.hosts),
@@ -141,8 +142,6 @@ def _list_rows(store, args: argparse.Namespace) -> list:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    import csv
-    import json
     import sys
     from pathlib import Path
 
@@ -154,23 +153,20 @@ def cmd_results(args: argparse.Namespace) -> int:
         path = write_selection_file(Path(args.save_selection), store.root, args.stack, filters_from(args))
         print(f"selection written to {path}", file=sys.stderr)
     summaries = _list_rows(store, args)
-    if args.json:
-        print(json.dumps([_row(s) for s in summaries], indent=2))
-        return 0
-    if args.csv:
-        rows = [_row(s) for s in summaries]
-        fields = list(rows[0]) if rows else ["id"]
-        writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
-        return 0
-    if not summaries:
+    if not summaries and args.format == "table":
         print(f"no runs in {store.root}")
         return 0
-    print(_text_table(["id", "created", "stack", "workload", "model", "workers", "hosts", "status", "images/sec"],
-                      [_cells(s) for s in summaries], right={5, 6, 8}))
+    sys.stdout.write(_listing([_row(s) for s in summaries], [_cells(s) for s in summaries], args.format))
     return 0
+
+
+def _listing(rows: list[dict], cells: list[tuple[str, ...]], fmt: str) -> str:
+    """The `repro results` listing in a registered format (json and csv: the rows' raw values)."""
+    from repro.formats import Column, Document, Table, render
+
+    headers = ("id", "created", "stack", "workload", "model", "workers", "hosts", "status", "images/sec")
+    columns = tuple(Column(h, numeric=h in ("workers", "hosts", "images/sec")) for h in headers)
+    return render(Document((Table(columns, tuple(cells), tuple(rows), name="runs"),), data=rows), fmt)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -185,7 +181,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     record = with_figure(Store(args.store).get(args.id))  # the one images/sec, also for older records
     data = record.model_dump(mode="json")
-    if args.json:
+    if getattr(args, "json", False):  # `results --json` is `--format json` now; show keeps its own --json
         print(json.dumps(data, indent=2, sort_keys=True))
         return 0
     summary = _row(summarize("", record))
@@ -227,6 +223,10 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     from repro.results.store import Store
     from repro.workloads.catalog import kind_of
 
+    if args.plot:
+        from repro.results.plots import check_target
+
+        check_target(args.plot)  # before any work
     store = Store(args.store)
     filters = filters_from(args)
     if args.selectors:
@@ -239,6 +239,10 @@ def cmd_scaling(args: argparse.Namespace) -> int:
         raise ResultsError(f"no throughput runs to tabulate in {store.root}")
     rows = metrics.scaling(metrics.points(records, warmup=args.warmup), baseline_workers=args.baseline_workers)
     sys.stdout.write(scaling_table(rows, args.format))
+    if args.plot:
+        from repro.results.figures import plot_scaling
+
+        print(f"plot written to {plot_scaling(rows, args.plot)}", file=sys.stderr)
     return 0
 
 

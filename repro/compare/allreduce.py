@@ -1,6 +1,8 @@
-"""All-reduce sweeps compared per (backend, dtype, size) (pure).
+"""All-reduce sweeps compared per (path, backend, dtype, size) (pure).
 
-Each record's ``metrics["results"]`` holds one row per tensor size with the raw latencies. The
+Each record's ``metrics["results"]`` holds one row per tensor size with the raw latencies of both paths:
+Horovod's (the row itself) and the raw MPI_Allreduce (``row["raw"]``, absent in older records); each
+path is compared with the same path of the other side. The
 bandwidth ratio NEW/OLD and its verdict come from the same statistics over runs as throughput
 (repro.results.stats.compare), with a latency playing the part of a step time and the message's bytes
 the part of the items per step: bytes / mean latency is the algorithm bandwidth, and the bus bandwidth
@@ -22,6 +24,8 @@ from repro.results import stats
 from repro.results.record import RunRecord
 
 SizeKey = tuple[str, int]  # (dtype, bytes)
+PathKey = tuple[str, str]  # (path: horovod or raw, backend)
+PATHS = ("horovod", "raw")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class AllreduceRow:
     old: AllreduceSide
     new: AllreduceSide
     bandwidth: stats.RatioResult  # NEW/OLD bandwidth (>1: NEW moves data faster)
+    path: str = "horovod"  # horovod (hvd.allreduce) or raw (MPI_Allreduce through mpi4py)
 
     @property
     def latency_ratio(self) -> float | None:
@@ -71,21 +76,28 @@ class _Size:
     busbw: list[float] | None = None
 
 
-def _sizes(records: Sequence[RunRecord]) -> dict[str, dict[SizeKey, _Size]]:
-    """backend -> (dtype, bytes) -> raw latencies per repeat and median bus bandwidths."""
-    out: dict[str, dict[SizeKey, _Size]] = defaultdict(dict)
+def _add(out: dict[PathKey, dict[SizeKey, _Size]], path: PathKey, row: dict[str, Any]) -> None:
+    key = (str(row.get("dtype", "?")), int(row["bytes"]))
+    size = out[path].setdefault(key, _Size(int(row.get("elements") or 0), [], []))
+    size.latencies.append([float(x) for x in row.get("latencies") or []])
+    if row.get("busbw_median") is not None:
+        size.busbw.append(float(row["busbw_median"]))
+
+
+def _sizes(records: Sequence[RunRecord]) -> dict[PathKey, dict[SizeKey, _Size]]:
+    """(path, backend) -> (dtype, bytes) -> raw latencies per repeat and median bus bandwidths."""
+    out: dict[PathKey, dict[SizeKey, _Size]] = defaultdict(dict)
     for r in records:
         if r.status != "ok":
             continue
         backend = str(r.metrics.get("backend") or r.settings.backend or "?")
+        raw_backend = str(r.metrics.get("raw_backend") or "MPI_Allreduce")
         for row in r.metrics.get("results") or []:
             if not isinstance(row, dict) or "bytes" not in row:
                 continue
-            key = (str(row.get("dtype", "?")), int(row["bytes"]))
-            size = out[backend].setdefault(key, _Size(int(row.get("elements") or 0), [], []))
-            size.latencies.append([float(x) for x in row.get("latencies") or []])
-            if row.get("busbw_median") is not None:
-                size.busbw.append(float(row["busbw_median"]))
+            _add(out, ("horovod", backend), row)
+            if isinstance(row.get("raw"), dict) and "bytes" in row["raw"]:
+                _add(out, ("raw", raw_backend), row["raw"])
     return out
 
 
@@ -98,16 +110,24 @@ def _side(backend: str, size: _Size) -> AllreduceSide:
     return AllreduceSide(backend, len(size.latencies or []), _median(pooled), _median(size.busbw or []))
 
 
-def _backend_pairs(old: set[str], new: set[str]) -> list[tuple[str, str]]:
-    if old == new:
-        return [(b, b) for b in sorted(old)]
-    if len(old) == 1 and len(new) == 1:  # the backend is what changed
-        return [(next(iter(old)), next(iter(new)))]
-    return [(b, b) for b in sorted(old & new)]
+def _backend_pairs(old: set[PathKey], new: set[PathKey]) -> list[tuple[PathKey, PathKey]]:
+    """Which (path, backend) of OLD is compared with which of NEW: same path, same backend, or the one
+    backend of each side when that is what changed."""
+    out = []
+    for path in PATHS:
+        a = {b for p, b in old if p == path}
+        b = {b for p, b in new if p == path}
+        if a == b:
+            out += [((path, x), (path, x)) for x in sorted(a)]
+        elif len(a) == 1 and len(b) == 1:  # the backend is what changed
+            out.append(((path, next(iter(a))), (path, next(iter(b)))))
+        else:
+            out += [((path, x), (path, x)) for x in sorted(a & b)]
+    return out
 
 
 def allreduce_rows(pairs: Sequence[Pair], options: Options) -> tuple[tuple[AllreduceRow, ...], tuple[str, ...]]:
-    """Rows for every message size found on both sides, and notes on sizes found on one side only."""
+    """Rows for every path and message size found on both sides, and notes on those found on one side only."""
     rows: list[AllreduceRow] = []
     notes: list[str] = []
     for pair in pairs:
@@ -117,19 +137,23 @@ def allreduce_rows(pairs: Sequence[Pair], options: Options) -> tuple[tuple[Allre
                 sa, sb = a[ob].get((dtype, nbytes)), b[nb].get((dtype, nbytes))
                 if sa is None or sb is None:
                     where = "OLD" if sa is not None else "NEW"
-                    notes.append(f"all-reduce {dtype} {nbytes} bytes ({ob if sa else nb}): only in {where}")
+                    notes.append(f"all-reduce {ob[0]} {dtype} {nbytes} bytes ({ob[1] if sa else nb[1]}): only in "
+                                 f"{where}")
                     continue
                 ratio = stats.compare(sa.latencies or [], nbytes, sb.latencies or [], nbytes,
                                       confidence=options.confidence, threshold=options.threshold,
                                       resamples=options.resamples, seed=options.seed)
-                rows.append(AllreduceRow(pair.key, dtype, sa.elements or sb.elements, nbytes, _side(ob, sa),
-                                         _side(nb, sb), ratio))
+                rows.append(AllreduceRow(pair.key, dtype, sa.elements or sb.elements, nbytes, _side(ob[1], sa),
+                                         _side(nb[1], sb), ratio, ob[0]))
+        for side, got, other in (("OLD", a, b), ("NEW", b, a)):
+            notes += [f"all-reduce {p} path: not measured on {side}" for p in PATHS
+                      if not any(k[0] == p for k in got) and any(k[0] == p for k in other)]
     return tuple(rows), tuple(notes)
 
 
 def as_dict(row: AllreduceRow) -> dict[str, Any]:
     return {
-        "backend_old": row.old.backend, "backend_new": row.new.backend, "dtype": row.dtype,
+        "path": row.path, "backend_old": row.old.backend, "backend_new": row.new.backend, "dtype": row.dtype,
         "elements": row.elements, "bytes": row.bytes,
         "latency_median_old": row.old.latency_median, "latency_median_new": row.new.latency_median,
         "latency_ratio": row.latency_ratio,

@@ -1,8 +1,10 @@
-"""Plots of a Comparison (matplotlib, Agg backend, imported only when a plot is asked for).
+"""Plots of a Comparison (matplotlib, Agg; imported only when a plot is asked for), PNG or SVG.
 
-Throughput: per series (a model and every varying setting but the worker count), grouped bars of
-images/sec per worker count for OLD and NEW with the ratio NEW/OLD over each pair, and the scaling
-efficiency of each side as lines on a second axis. All-reduce: bus bandwidth per message size.
+Throughput, per series (a model and every varying setting but the worker and host counts): images/sec
+bars per worker count, the two stacks side by side (named in the legend), error bars from each side's
+interval, a value label over each bar and the ratio NEW/OLD under each worker count; next to them the
+speedup of each side against the ideal line. All-reduce: latency and bus bandwidth per message size,
+both stacks and both paths. Time to accuracy: the time of each side per point, labelled.
 """
 
 from __future__ import annotations
@@ -12,129 +14,133 @@ from pathlib import Path
 from typing import Any
 
 from repro.compare.align import format_value
-from repro.compare.core import Comparison
-from repro.compare.render import column_label, display_columns
-from repro.errors import InputError, ResultsError
-from repro.extras import need
+from repro.compare.core import Comparison, SideInfo
+from repro.compare.render import PATH_LABEL, column_label, display_columns, setting_words
+from repro.errors import ResultsError
+from repro.results.plots import (
+    Bars,
+    Line,
+    check_target,
+    color,
+    draw_bars,
+    draw_speedup,
+    figure,
+    finish,
+    legend_entries,
+    log_if_wide,
+    save,
+)
 
-SUFFIXES = (".png", ".svg")
-OLD_COLOR, NEW_COLOR = "#7f7f7f", "#1f77b4"
-LEGEND = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.45), "ncol": 4, "fontsize": 7, "frameon": False}
+MARK = {"faster": " ▲", "slower": " ▼"}
 
 
-def _series(c: Comparison) -> dict[str, list[Any]]:
-    cols = [k for k in display_columns(c) if k not in ("workers", "hosts")]  # the x axis: workers (hosts)
+def side_label(side: SideInfo, other: SideInfo) -> str:
+    """The stack names of one side; with the hash where both sides carry the same names, and the side where
+    they carry the same stacks (a stack compared with itself)."""
+    names = ", ".join(side.stacks) or side.label
+    if names != ", ".join(other.stacks):
+        return names
+    if side.stack_hashes != other.stack_hashes:
+        return f"{names} ({', '.join(h[:7] for h in side.stack_hashes)})"
+    return f"{names} ({side.label})"
+
+
+def _series(c: Comparison) -> tuple[str, dict[str, list[Any]]]:
+    """(the settings every series shares, {a series' own settings: its rows})."""
+    cols = [k for k in display_columns(c, c.throughput) if k not in ("workers", "hosts")]  # x axis: workers (hosts)
     out: dict[str, list[Any]] = defaultdict(list)
     for row in c.throughput:
         values = dict(row.key)
-        title = ", ".join(f"{column_label(k)} {format_value(values.get(k))}" if k != "model" else
-                          format_value(values.get(k)) for k in cols)
-        out[title or "throughput"].append(row)
-    return out
+        out[" · ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in cols) or "images/sec"].append(row)
+    first = dict(c.throughput[0].key) if c.throughput else {}
+    shared = " · ".join(setting_words(k, v) for k, v in first.items() if k not in cols and k not in
+                        ("workers", "hosts") and v is not None)
+    return shared, out
 
 
 def _hosts(n: int | None) -> str:
     return "? hosts" if n is None else f"{n} host{'s' if n > 1 else ''}"  # ?: unknown (imported log)
 
 
-def _throughput_axes(ax: Any, title: str, rows: list[Any]) -> None:
+def _throughput_row(row: Any, title: str, rows: list[Any], labels: tuple[str, str]) -> None:
     rows = sorted(rows, key=lambda r: (r.settings.workers, r.settings.hosts or 0))
-    xs = list(range(len(rows)))
-    width = 0.38
-    old = [r.old.images_per_sec or 0 for r in rows]
-    new = [r.new.images_per_sec or 0 for r in rows]
-    ax.bar([x - width / 2 for x in xs], old, width, label="OLD", color=OLD_COLOR)
-    ax.bar([x + width / 2 for x in xs], new, width, label="NEW", color=NEW_COLOR)
-    top = max([*old, *new, 1.0])
-    for x, r, a, b in zip(xs, rows, old, new, strict=True):
-        if r.ratio.ratio is not None:
-            mark = {"faster": "▲", "slower": "▼"}.get(r.ratio.verdict, "")
-            ax.annotate(f"{r.ratio.ratio:.2f}x{mark}", (x, max(a, b) + top * 0.02), ha="center", fontsize=8)
     several_hosts = len({r.settings.hosts for r in rows}) > 1
-    ax.set_xticks(xs, [f"{r.settings.workers}\n({_hosts(r.settings.hosts)})" if several_hosts
-                       else str(r.settings.workers) for r in rows])
-    ax.set_xlabel("workers")
-    ax.set_ylabel("images/sec")
-    ax.set_ylim(0, top * 1.18)
-    ax.set_title(title, fontsize=10)
-    eff_old = [(x, r.old.efficiency) for x, r in zip(xs, rows, strict=True) if r.old.efficiency is not None]
-    eff_new = [(x, r.new.efficiency) for x, r in zip(xs, rows, strict=True) if r.new.efficiency is not None]
-    if eff_old or eff_new:
-        twin = ax.twinx()
-        for pts, color, label in ((eff_old, OLD_COLOR, "efficiency OLD"), (eff_new, NEW_COLOR, "efficiency NEW")):
-            if pts:
-                twin.plot([p[0] for p in pts], [p[1] * 100 for p in pts], marker="o", color=color, label=label,
-                          linestyle="--")
-        twin.set_ylabel("scaling efficiency (%)")
-        peak = max([p[1] * 100 for p in (*eff_old, *eff_new)] + [100.0])
-        twin.set_ylim(0, peak * 1.2)
-        lines, labels = ax.get_legend_handles_labels()
-        lines2, labels2 = twin.get_legend_handles_labels()
-        ax.legend(lines + lines2, labels + labels2, **LEGEND)
-    else:
-        ax.legend(**LEGEND)
+    groups = [(f"{r.settings.workers} ({_hosts(r.settings.hosts)})" if several_hosts else str(r.settings.workers))
+              + (f"\n{r.ratio.ratio:.2f}x{MARK.get(r.ratio.verdict, '')}" if r.ratio.ratio is not None else "")
+              for r in rows]
+    sides = [Bars(label, [getattr(r, side).images_per_sec for r in rows], [getattr(r, side).low for r in rows],
+                  [getattr(r, side).high for r in rows], i) for i, (side, label) in enumerate(zip(("old", "new"),
+                                                                                                 labels, strict=True))]
+    draw_bars(row.bars, groups, sides, ylabel="images/sec", xlabel="workers (under each: NEW/OLD, ▲ faster, "
+              "▼ slower)")
+    row.bars.set_title(title, fontsize=10)
+    if row.speedup is not None:
+        lines = [Line(label, [r.settings.workers for r in rows if getattr(r, side).efficiency is not None],
+                      [getattr(r, side).efficiency * r.settings.workers for r in rows
+                       if getattr(r, side).efficiency is not None], i)
+                 for i, (side, label) in enumerate(zip(("old", "new"), labels, strict=True))]
+        draw_speedup(row.speedup, lines)
 
 
-def _allreduce_axes(ax: Any, c: Comparison) -> None:
-    by_side: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for r in c.allreduce:
-        if r.old.busbw_median:
-            by_side[f"OLD {r.old.backend} {r.dtype}"].append((r.bytes, r.old.busbw_median / 1e9))
-        if r.new.busbw_median:
-            by_side[f"NEW {r.new.backend} {r.dtype}"].append((r.bytes, r.new.busbw_median / 1e9))
-    for label, pts in sorted(by_side.items()):
-        pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=label,
-                color=OLD_COLOR if label.startswith("OLD") else NEW_COLOR,
-                linestyle="--" if label.startswith("OLD") else "-")
-    ax.set_xscale("log")
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.set_title("all-reduce", fontsize=10)
-    ax.legend(fontsize=7)
+def _allreduce_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
+    lat, bw = row.bars, row.speedup
+    for i, (side, label) in enumerate(zip(("old", "new"), labels, strict=True)):
+        for path, style in (("horovod", "-"), ("raw", "--")):
+            pts = sorted((r.bytes, getattr(r, side)) for r in c.allreduce if r.path == path)
+            if not pts:
+                continue
+            name = f"{label}: {PATH_LABEL.get(path, path)} ({pts[0][1].backend})" if path == "horovod" else \
+                f"{label}: raw"
+            lat.plot([p[0] for p in pts], [(p[1].latency_median or 0) * 1e6 for p in pts], style, marker=".",
+                     color=color(i), label=name)
+            bw.plot([p[0] for p in pts], [(p[1].busbw_median or 0) / 1e9 for p in pts], style, marker=".",
+                    color=color(i), label=name)
+    lat.set(xscale="log", yscale=log_if_wide(lat), xlabel="message size (bytes)", ylabel="latency (us)",
+            title="all-reduce latency (median)")
+    bw.set(xscale="log", xlabel="message size (bytes)", ylabel="bus bandwidth (GB/s)", title="bus bandwidth")
+    for ax in (lat, bw):
+        ax.grid(True, which="both", alpha=0.3)
 
 
-def _tta_axes(ax: Any, c: Comparison) -> None:
-    xs = list(range(len(c.tta)))
-    ax.bar([x - 0.19 for x in xs], [r.old.time_to_accuracy_s or 0 for r in c.tta], 0.38, label="OLD",
-           color=OLD_COLOR)
-    ax.bar([x + 0.19 for x in xs], [r.new.time_to_accuracy_s or 0 for r in c.tta], 0.38, label="NEW",
-           color=NEW_COLOR)
-    ax.set_xticks(xs, [f"{dict(r.key).get('workers')} workers" for r in c.tta])
-    ax.set_ylabel("time to accuracy (s)")
-    ax.set_title("time to accuracy", fontsize=10)
-    ax.legend(fontsize=7)
+def _tta_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
+    groups = []
+    for r in c.tta:
+        n = dict(r.key).get("workers")
+        ratio = f"\n{r.speedup.ratio:.2f}x{MARK.get(r.speedup.verdict, '')}" if r.speedup.ratio is not None else ""
+        groups.append(f"{n} worker{'s' if n != 1 else ''}{ratio}")
+    draw_bars(row.bars, groups, [Bars(labels[0], [r.old.time_to_accuracy_s for r in c.tta], color=0),
+                                 Bars(labels[1], [r.new.time_to_accuracy_s for r in c.tta], color=1)],
+              ylabel="time to accuracy (s)", xlabel="(under each: OLD time / NEW time)")
+    row.bars.set_title("time to accuracy (mean over the runs that reached the target)", fontsize=10)
+
+
+def comparison_figure(c: Comparison) -> Any:
+    """The figure of a comparison (matplotlib Figure; the caller saves or inspects it)."""
+    shared, series = _series(c)
+    kinds = [("throughput", title) for title in series] + [("allreduce", "")] * bool(c.allreduce) \
+        + [("tta", "")] * bool(c.tta)
+    if not kinds:
+        raise ResultsError("nothing to plot: no point was measured on both sides")
+    speedup = [kind == "allreduce" or (kind == "throughput" and sum(
+        r.old.efficiency is not None or r.new.efficiency is not None for r in series[title]) > 1)
+        for kind, title in kinds]
+    fig, rows = figure(len(kinds), speedup)
+    labels = (side_label(c.old, c.new), side_label(c.new, c.old))
+    for (kind, title), row in zip(kinds, rows, strict=True):
+        if kind == "throughput":
+            _throughput_row(row, title, series[title], labels)
+        elif kind == "allreduce":
+            _allreduce_row(row, c, labels)
+        else:
+            _tta_row(row, c, labels)
+    headline = c.changes.headline()
+    title = f"OLD {labels[0]} vs NEW {labels[1]}" + (f" · {shared}" if shared else "")
+    wording = f"error bars: each side's {c.options.confidence:.0%} interval" if c.throughput else ""
+    finish(fig, "\n".join(x for x in (title, headline, wording) if x), *legend_entries(fig))
+    return fig
 
 
 def plot(c: Comparison, path: str | Path) -> Path:
     """Write the comparison's plot to a .png or .svg file; returns its path."""
-    path = Path(path)
-    if path.suffix.lower() not in SUFFIXES:
-        raise InputError(f"--plot {path}: expected a file name ending in .png or .svg")
-    series = _series(c)
-    panels = len(series) + (1 if c.allreduce else 0) + (1 if c.tta else 0)
-    if not panels:
-        raise ResultsError("nothing to plot: no point was measured on both sides")
-    matplotlib = need("matplotlib", "plot", "--plot")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(panels, 1, figsize=(8, 3.6 * panels), squeeze=False)
-    flat = [a[0] for a in axes]
-    i = 0
-    for title, rows in series.items():
-        _throughput_axes(flat[i], title, rows)
-        i += 1
-    if c.allreduce:
-        _allreduce_axes(flat[i], c)
-        i += 1
-    if c.tta:
-        _tta_axes(flat[i], c)
-    old, new = ", ".join(c.old.stacks), ", ".join(c.new.stacks)
-    headline = c.changes.headline()
-    fig.suptitle(f"OLD {old} vs NEW {new}" + (f"\n{headline}" if headline else ""), fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format=path.suffix.lower().lstrip("."))
-    plt.close(fig)
-    return path
+    target = check_target(path)
+    return save(comparison_figure(c), target)

@@ -1,26 +1,33 @@
-"""Renderers of a Comparison: terminal table, markdown, CSV, JSON. They only render."""
+"""A Comparison as a document (repro.formats): sides, what changed, one table per kind, summary.
+
+Every registered format renders it (table, markdown, csv, json, and any format added later). Settings
+that are the same on every row go to a caption line, numbers are right-aligned, and each caption says
+what its figures, ± and intervals are (docs/statistics.md). JSON is `to_dict` (format
+repro.comparison/1); CSV has one row per compared point (kind: throughput, allreduce, tta, old_only,
+new_only).
+"""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from repro import formats
 from repro.compare.align import Change, format_value
+from repro.compare.allreduce import PATHS, AllreduceRow
 from repro.compare.allreduce import as_dict as allreduce_dict
 from repro.compare.core import Comparison, OneSided, SideInfo
 from repro.compare.throughput import Side as ThroughputSide
 from repro.compare.throughput import ThroughputRow
 from repro.compare.tta import as_dict as tta_dict
-from repro.errors import InputError
+from repro.formats import Block, Column, Document, Heading, Table, Text
 from repro.results import stats
 from repro.results.report import STEP_FOOTNOTE
 
-FORMATS = ("table", "markdown", "csv", "json")
+NUMERIC_KEYS = frozenset({"workers", "hosts", "batch_per_worker", "threads"})
+PATH_LABEL = {"horovod": "hvd", "raw": "raw"}
 LABELS = {"batch_per_worker": "batch", "data_format": "format", "workers": "workers", "hosts": "hosts",
           "precision": "precision", "xla": "xla", "model": "model", "workload": "workload", "data": "data",
           "scaling": "scaling", "threads": "threads", "backend": "controller"}
@@ -30,16 +37,7 @@ def column_label(name: str) -> str:
     return LABELS.get(name, name.removeprefix("extra."))
 
 
-def _num(value: float | None, digits: int = 1) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    return f"{value:,.{digits}f}"
-
-
-def _pct(value: float | None, digits: int = 1) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    return f"{value * 100:.{digits}f}%"
+_num, _pct = formats.number, formats.percent
 
 
 def _points(value: float | None) -> str:
@@ -50,7 +48,13 @@ def _points(value: float | None) -> str:
 
 
 def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+    if value is None:
+        return "-"
+    return f"{value:.2f}x" if value >= 0.01 else f"{value:.2g}x"
+
+
+def _us(seconds: float | None) -> str:
+    return _num(seconds * 1e6 if seconds else None)
 
 
 def factor_text(ratio: float, *, better: str = "faster", worse: str = "slower") -> str:
@@ -73,10 +77,12 @@ def _interval(ratio: stats.RatioResult) -> str:
     return f"[{ratio.low:.3f}, {ratio.high:.3f}]"
 
 
-def display_columns(c: Comparison) -> list[str]:
-    """Key columns a table shows: model and workers always, then every key that varies."""
-    cols = [k for k in c.keys if k in ("model", "workers") or k in c.columns]
-    return cols
+def display_columns(c: Comparison, rows: Sequence[Any] | None = None) -> list[str]:
+    """Key columns a table of `rows` (default: every compared point) shows: workers always, then every key that
+    varies among them (the rest go to the caption)."""
+    if rows is None:
+        return [k for k in c.keys if k == "workers" or k in c.columns]
+    return [k for k in c.keys if k == "workers" or len({dict(r.key).get(k) for r in rows}) > 1]
 
 
 def _key_cells(key: Sequence[tuple[str, Any]], cols: Sequence[str]) -> list[str]:
@@ -119,22 +125,63 @@ def _noise(side: ThroughputSide) -> str:
     return f"{text}*" if text != "-" and side.scope == stats.STEPS_SCOPE else text
 
 
-def _throughput_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
-    cols = display_columns(c)
-    headers = [*map(column_label, cols), "OLD img/s", "OLD ±", "NEW img/s", "NEW ±", "NEW/OLD",
-               f"{c.options.confidence:.0%} interval", "verdict", "eff OLD", "eff NEW", "Δ eff"]
-    rows = []
-    for r in c.throughput:
-        rows.append([*_key_cells(r.key, cols), _num(r.old.images_per_sec), _noise(r.old),
-                     _num(r.new.images_per_sec), _noise(r.new), _ratio(r.ratio.ratio), _interval(r.ratio),
-                     verdict_text(r.ratio), _pct(r.old.efficiency), _pct(r.new.efficiency),
-                     _points(r.efficiency_change)])
-    return headers, rows
+def _constants(c: Comparison, rows: Sequence[Any], shown: Sequence[str]) -> str:
+    """The key settings that are the same on every row, as one caption line ('model resnet50 · batch 64')."""
+    if not rows:
+        return ""
+    said = []
+    for name, value in rows[0].key:
+        if name in shown or value is None or len({dict(r.key).get(name) for r in rows}) > 1:
+            continue
+        said.append(setting_words(name, value))
+    return " · ".join(said)
+
+
+def setting_words(name: str, value: Any) -> str:
+    """A key setting as a caption says it: 'batch 64 per worker', 'XLA off', '2 hosts', 'fp16'."""
+    shown = format_value(value)
+    if name == "batch_per_worker":
+        return f"batch {shown} per worker"
+    if name == "xla":
+        return f"XLA {'on' if value else 'off'}"
+    if name in ("hosts", "workers"):
+        return f"{shown} {name if value != 1 else name[:-1]}"
+    if name == "precision":
+        return shown
+    return f"{column_label(name)} {shown}"
+
+
+def _criterion(c: Comparison) -> str:
+    return (f"verdict: at {c.options.confidence:.0%} confidence over runs; changes under {c.options.threshold:.0%} "
+            "are no significant difference")
+
+
+def _throughput_table(c: Comparison) -> Table:
+    cols = display_columns(c, c.throughput)
+    conf = f"{c.options.confidence:.0%}"
+    columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols),
+               *(Column(h, numeric=True) for h in ("OLD img/s", "OLD ±", "NEW img/s", "NEW ±", "NEW/OLD",
+                                                   f"{conf} interval")),
+               Column("verdict"), *(Column(h, numeric=True) for h in ("eff OLD", "eff NEW", "Δ eff"))]
+    cells = [(*_key_cells(r.key, cols), _num(r.old.images_per_sec), _noise(r.old), _num(r.new.images_per_sec),
+              _noise(r.new), _ratio(r.ratio.ratio), _interval(r.ratio), verdict_text(r.ratio),
+              _pct(r.old.efficiency), _pct(r.new.efficiency), _points(r.efficiency_change)) for r in c.throughput]
+    caption = [_constants(c, c.throughput, cols),
+               f"img/s: geometric mean over runs; ±: half-width of its {conf} Student t interval over runs, relative",
+               f"NEW/OLD: ratio of the geometric means; interval: {conf}, Welch's t on log figures of runs (paired t "
+               "for interleaved pairs)",
+               _criterion(c),
+               "eff: scaling efficiency (speedup / workers) of each side; Δ eff in percentage points; "
+               "docs/statistics.md has the method"]
+    return Table(tuple(columns), tuple(cells), tuple({"kind": "throughput", **dict(r.key), **_row_dict(r)}
+                                                     for r in c.throughput),
+                 title="Throughput (images/sec): NEW/OLD", caption=tuple(x for x in caption if x),
+                 notes=tuple(_throughput_notes(c)), name="throughput")
 
 
 def _point_name(c: Comparison, key: Sequence[tuple[str, Any]]) -> str:
     values = dict(key)
-    return ", ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in display_columns(c))
+    return ", ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in display_columns(c, c.throughput))
 
 
 def _throughput_notes(c: Comparison) -> list[str]:
@@ -154,90 +201,111 @@ def _throughput_notes(c: Comparison) -> list[str]:
     return lines
 
 
-def _allreduce_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
-    cols = [k for k in display_columns(c) if k != "model"]
-    headers = [*map(column_label, cols), "backend", "dtype", "bytes", "lat OLD (s)", "lat NEW (s)", "lat NEW/OLD",
-               "busbw OLD (GB/s)", "busbw NEW (GB/s)", "bw NEW/OLD", "interval", "verdict"]
-    rows = []
-    for r in c.allreduce:
-        backend = r.old.backend if r.old.backend == r.new.backend else f"{r.old.backend} → {r.new.backend}"
-        rows.append([*_key_cells(r.key, cols), backend, r.dtype, f"{r.bytes:,}",
-                     f"{r.old.latency_median:.3g}" if r.old.latency_median else "-",
-                     f"{r.new.latency_median:.3g}" if r.new.latency_median else "-", _ratio(r.latency_ratio),
-                     _num(r.old.busbw_median / 1e9 if r.old.busbw_median else None, 3),
-                     _num(r.new.busbw_median / 1e9 if r.new.busbw_median else None, 3),
-                     _ratio(r.bandwidth.ratio), _interval(r.bandwidth),
-                     verdict_text(r.bandwidth, better="more bandwidth", worse="less bandwidth")])
-    return headers, rows
+def _backends(rows: Sequence[AllreduceRow], path: str) -> str:
+    old = list(dict.fromkeys(r.old.backend for r in rows if r.path == path))
+    new = list(dict.fromkeys(r.new.backend for r in rows if r.path == path))
+    if not old:
+        return ""
+    label = "hvd: Horovod's allreduce" if path == "horovod" else "raw: MPI_Allreduce without Horovod"
+    same = old == new
+    return f"{label}, {', '.join(old)}" if same else f"{label}, OLD {', '.join(old)}; NEW {', '.join(new)}"
 
 
-def _tta_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
-    cols = display_columns(c)
-    headers = [*map(column_label, cols), "target", "TTA OLD (s)", "TTA NEW (s)", "reached OLD", "reached NEW",
-               "OLD/NEW", "interval", "verdict", "top-1 OLD", "top-1 NEW", "flag"]
-    rows = []
-    for r in c.tta:
-        rows.append([*_key_cells(r.key, cols), _num(r.old.target or r.new.target, 3),
-                     _num(r.old.time_to_accuracy_s), _num(r.new.time_to_accuracy_s),
-                     f"{r.old.reached}/{r.old.runs}", f"{r.new.reached}/{r.new.runs}", _ratio(r.speedup.ratio),
-                     _interval(r.speedup), verdict_text(r.speedup), _num(r.old.final_top1, 4),
-                     _num(r.new.final_top1, 4), r.flag or ""])
-    return headers, rows
+def _allreduce_table(c: Comparison) -> Table:
+    cols = [k for k in display_columns(c, c.allreduce) if k != "model"]
+    rows = sorted(c.allreduce, key=lambda r: (PATHS.index(r.path) if r.path in PATHS else 9, r.key, r.dtype,
+                                              r.bytes))
+    dtypes = len({r.dtype for r in rows}) > 1
+    columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("path"),
+               *([Column("dtype")] if dtypes else []),
+               *(Column(h, numeric=True) for h in ("size (B)", "time OLD (us)", "time NEW (us)", "time NEW/OLD",
+                                                   "busbw OLD", "busbw NEW", "bw NEW/OLD", "interval")),
+               Column("verdict")]
+    cells = [(*_key_cells(r.key, cols), PATH_LABEL.get(r.path, r.path), *([r.dtype] if dtypes else []),
+              f"{r.bytes:,}", _us(r.old.latency_median), _us(r.new.latency_median), _ratio(r.latency_ratio),
+              _num(r.old.busbw_median / 1e9 if r.old.busbw_median is not None else None, 2),
+              _num(r.new.busbw_median / 1e9 if r.new.busbw_median is not None else None, 2),
+              _ratio(r.bandwidth.ratio), _interval(r.bandwidth),
+              verdict_text(r.bandwidth, better="more bandwidth", worse="less bandwidth")) for r in rows]
+    constants = _constants(c, rows, cols)
+    dtype = f"dtype {rows[0].dtype}" if rows and not dtypes and "dtypes " not in constants else ""
+    caption = [" · ".join(x for x in (constants, dtype) if x),
+               *(x for x in (_backends(rows, p) for p in PATHS) if x),
+               "time: median latency of one all-reduce (us); busbw: bus bandwidth in GB/s (1e9 bytes/s, nccl-tests' "
+               "definition: size / time x 2(n-1)/n)",
+               f"bw NEW/OLD: bandwidth ratio with its {c.options.confidence:.0%} interval over runs; {_criterion(c)}"]
+    return Table(tuple(columns), tuple(cells), tuple({"kind": "allreduce", **dict(r.key), **allreduce_dict(r)}
+                                                     for r in rows),
+                 title="All-reduce: bandwidth NEW/OLD", caption=tuple(x for x in caption if x), name="allreduce")
+
+
+def _tta_table(c: Comparison) -> Table:
+    cols = display_columns(c, c.tta)
+    targets = {r.old.target or r.new.target for r in c.tta}
+    columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols),
+               *([Column("target", True)] if len(targets) > 1 else []),
+               *(Column(h, numeric=True) for h in ("TTA OLD (s)", "TTA NEW (s)", "reached OLD", "reached NEW",
+                                                   "OLD/NEW", "interval")),
+               Column("verdict"), Column("top-1 OLD", True), Column("top-1 NEW", True), Column("flag")]
+    cells = [(*_key_cells(r.key, cols), *([_pct(r.old.target or r.new.target)] if len(targets) > 1 else []),
+              _num(r.old.time_to_accuracy_s), _num(r.new.time_to_accuracy_s),
+              f"{r.old.reached}/{r.old.runs}", f"{r.new.reached}/{r.new.runs}", _ratio(r.speedup.ratio),
+              _interval(r.speedup), verdict_text(r.speedup), _pct(r.old.final_top1), _pct(r.new.final_top1),
+              r.flag or "") for r in c.tta]
+    target = f"target top-1 {_pct(next(iter(targets)))}" if len(targets) == 1 else ""
+    caption = [" · ".join(x for x in (_constants(c, c.tta, cols), target) if x),
+               "TTA: mean seconds until validation top-1 first reached the target, over the runs that reached it; "
+               "top-1: final validation accuracy (mean over runs)",
+               f"OLD/NEW: speed-up (>1: NEW is sooner), {c.options.confidence:.0%} interval over runs; "
+               f"{_criterion(c)}"]
+    return Table(tuple(columns), tuple(cells), tuple({"kind": "tta", **dict(r.key), **tta_dict(r)} for r in c.tta),
+                 title="Time to accuracy: speed-up = OLD time / NEW time", caption=tuple(x for x in caption if x),
+                 name="tta")
 
 
 def _summary_lines(c: Comparison) -> list[str]:
     lines = []
     for s in c.summaries:
         gm = _ratio(s.geomean)
-        lines.append(f"  {s.model}: {gm} (geometric mean of {s.points} point{'s' if s.points != 1 else ''}: "
+        lines.append(f"{s.model}: {gm} (geometric mean of {s.points} point{'s' if s.points != 1 else ''}: "
                      f"{s.faster} faster, {s.slower} slower, {s.same} no significant difference, "
                      f"{s.not_enough} {stats.NOT_ENOUGH})")
     return lines
 
 
-def _one_sided_lines(c: Comparison, items: Sequence[OneSided], side: str) -> list[str]:
-    if not items:
-        return []
-    cols = display_columns(c)
-    lines = [f"Only in {side} ({len(items)} point{'s' if len(items) != 1 else ''}, not compared):"]
-    for o in items:
-        values = dict(o.key)
-        shown = ", ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in cols)
-        lines.append(f"  {shown}: {o.runs} runs, {o.failed} failed")
-    return lines
+def _one_sided_table(c: Comparison, items: Sequence[OneSided], side: str) -> Table:
+    cols = display_columns(c, items)
+    columns = (*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("runs", True),
+               Column("failed", True))
+    cells = tuple((*_key_cells(o.key, cols), str(o.runs), str(o.failed)) for o in items)
+    runs = "runs_old" if side == "OLD" else "runs_new"
+    data = tuple({"kind": f"{side.lower()}_only", **dict(o.key), runs: o.runs} for o in items)
+    return Table(columns, cells, data, title=f"Only in {side} ({len(items)} point{'s' if len(items) != 1 else ''},"
+                 " not compared)", caption=(_constants(c, items, cols),) if _constants(c, items, cols) else (),
+                 name=f"{side.lower()}_only")
 
 
-def render_text(c: Comparison, *, markdown: bool = False) -> str:
-    """The report: sides, hardware, what changed, tables, summary, one-sided points."""
-    from tabulate import tabulate
-
-    fmt = "github" if markdown else "simple"
-    heading = (lambda t: f"### {t}") if markdown else (lambda t: f"{t}")
-    header = [_side_line(c.old), _side_line(c.new), _hardware_line(c), *_changes_lines(c)]
-    if markdown:  # nested bullets: two spaces of indentation per level
-        header = [f"{'  ' * ((len(x) - len(x.lstrip())) // 2)}- {x.strip()}" for x in header]
-    out = [*header, ""]
-    crit = (f"at {c.options.confidence:.0%} confidence over runs; differences under {c.options.threshold:.0%} count as "
-            "no significant difference")
-    for title, builder, present in (("Throughput (images/sec): ratio NEW/OLD", _throughput_table, c.throughput),
-                                    ("All-reduce: bandwidth ratio NEW/OLD", _allreduce_table, c.allreduce),
-                                    ("Time to accuracy: speed-up = OLD time / NEW time", _tta_table, c.tta)):
-        if not present:
-            continue
-        headers, rows = builder(c)
-        out += [heading(f"{title} {crit}"), tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)]
-        notes = _throughput_notes(c) if builder is _throughput_table else []
-        out += [f"- {n.replace('*', chr(92) + '*', 1)}" if markdown else f"  {n}" for n in notes] + [""]
+def document(c: Comparison) -> Document:
+    """The report: sides, hardware, what changed, one table per kind, summary, one-sided points."""
+    blocks: list[Block] = [Text((_side_line(c.old), _side_line(c.new), _hardware_line(c), *_changes_lines(c)),
+                                bullets=True)]
+    for builder, present in ((_throughput_table, c.throughput), (_allreduce_table, c.allreduce),
+                             (_tta_table, c.tta)):
+        if present:
+            blocks.append(builder(c))
     if c.summaries:
-        out += [heading("Summary per model (NEW/OLD)"), *_summary_lines(c), ""]
+        blocks += [Heading("Summary per model (NEW/OLD)"), Text(tuple(_summary_lines(c)), bullets=True)]
     if not (c.throughput or c.allreduce or c.tta):
-        out += ["No point was measured on both sides.", ""]
-    out += _one_sided_lines(c, c.old_only, "OLD") + _one_sided_lines(c, c.new_only, "NEW")
-    out += [f"Note: {n}" for n in c.notes]
+        blocks.append(Text(("No point was measured on both sides.",)))
+    blocks += [_one_sided_table(c, items, side) for items, side in ((c.old_only, "OLD"), (c.new_only, "NEW"))
+               if items]
+    tail = [f"Note: {n}" for n in c.notes]
     if c.regressions:
-        out.append(f"Regressions: {len(c.regressions)} point(s) significantly slower beyond "
-                   f"{c.options.threshold:.0%}")
-    return "\n".join(out).rstrip() + "\n"
+        tail.append(f"Regressions: {len(c.regressions)} point(s) significantly slower beyond "
+                    f"{c.options.threshold:.0%}")
+    if tail:
+        blocks.append(Text(tuple(tail), bullets=True))
+    return Document(tuple(blocks), data=to_dict(c))
 
 
 # -- machine-readable -------------------------------------------------------------------------------
@@ -274,17 +342,6 @@ def _side_dict(s: SideInfo) -> dict[str, Any]:
                          "systems": list(hw.systems), "hosts": list(hw.hosts)}}
 
 
-def _clean(value: Any) -> Any:
-    """NaN and infinities become null: JSON has no such numbers."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return value
-
-
 def to_dict(c: Comparison) -> dict[str, Any]:
     """The whole comparison as plain JSON data."""
     ch = c.changes
@@ -308,44 +365,9 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "notes": list(c.notes),
         "regressions": len(c.regressions),
     }
-    return _clean(data)
-
-
-def _csv_cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    return "; ".join(map(str, value)) if isinstance(value, list) else value
-
-
-def render_csv(c: Comparison) -> str:
-    """One CSV row per compared point (kind: throughput, allreduce, tta, old_only, new_only)."""
-    rows: list[dict[str, Any]] = []
-    for r in c.throughput:
-        rows.append({"kind": "throughput", **dict(r.key), **_row_dict(r)})
-    for r in c.allreduce:
-        rows.append({"kind": "allreduce", **dict(r.key), **allreduce_dict(r)})
-    for r in c.tta:
-        rows.append({"kind": "tta", **dict(r.key), **tta_dict(r)})
-    for o in (*c.old_only, *c.new_only):
-        rows.append({"kind": f"{o.side.lower()}_only", **dict(o.key), "runs_old" if o.side == "OLD" else "runs_new":
-                     o.runs})
-    fields = list(dict.fromkeys(k for row in rows for k in row))
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields or ["kind"], lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _csv_cell(v) for k, v in _clean(row).items()})
-    return buf.getvalue()
+    return formats.clean(data)
 
 
 def render(c: Comparison, fmt: str = "table") -> str:
-    """The comparison in one of FORMATS."""
-    if fmt == "table":
-        return render_text(c)
-    if fmt == "markdown":
-        return render_text(c, markdown=True)
-    if fmt == "csv":
-        return render_csv(c)
-    if fmt == "json":
-        return json.dumps(to_dict(c), indent=2, sort_keys=False) + "\n"
-    raise InputError(f"--format: expected one of {', '.join(FORMATS)}, found '{fmt}'")
+    """The comparison in one of the registered formats (repro.formats.FORMATS)."""
+    return formats.render(document(c), fmt)

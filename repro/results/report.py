@@ -1,27 +1,31 @@
-"""Tables of results for people and programs (render only): the scaling table of seeds 000/001.
+"""The scaling table of seeds 000/001 as a document (render only): one row per point, report-ready.
 
-    scaling_table(metrics.scaling(metrics.points(records)), "table")
+    render(scaling_document(metrics.scaling(metrics.points(records))), "markdown")
 
+Settings that are the same on every row (stack, workload, model, batch, precision, ...) go to a caption
+line; only what varies gets a column. Numbers are right-aligned, percentages have one decimal, and the
+caption says what the figures and ± are (docs/statistics.md). csv and json get the raw numbers.
 `repro results scaling` prints it, and `repro bench` prints the same table at the end of a sweep.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
 
-from repro.errors import InputError
+from repro.formats import Column, Document, Table, constant_settings, number, percent, render
 from repro.results import stats
 from repro.results.metrics import ScalingRow
 
-FORMATS = ("table", "markdown", "csv", "json")
 STEP_FOOTNOTE = "* one run: its ± covers step noise only, not the run-to-run variation"
-COLUMNS = ("stack", "workload", "model", "batch", "precision", "xla", "workers", "hosts", "images/sec", "±",
-           "per worker", "speedup", "efficiency", "across-node eff", "runs", "failed", "notes")
+SETTINGS = ("stack", "workload", "model", "batch", "precision", "xla", "data", "hosts")
+
+
+def interval_caption(confidence: float = stats.DEFAULT_CONFIDENCE) -> str:
+    """What the images/sec figure and its ± are."""
+    return (f"images/sec: geometric mean over runs; ±: half-width of its {confidence:.0%} Student t interval "
+            "over runs, relative to it (docs/statistics.md)")
 
 
 def _finite(value: float | None) -> float | None:
@@ -34,11 +38,10 @@ def scaling_data(row: ScalingRow) -> dict[str, Any]:
     s = p.settings
     est = p.estimate
     low = _finite(est.low) if est else None
-    extra = {k: v for k, v in s.extra.items()}
     return {
         "stack": p.stack, "stack_hash": p.stack_hash, "workload": s.workload, "model": s.model,
         "batch": s.batch_per_worker, "global_batch": s.global_batch, "precision": s.precision, "xla": s.xla,
-        "data": s.data, "workers": s.workers, "hosts": s.hosts, "extra": extra,
+        "data": s.data, "workers": s.workers, "hosts": s.hosts, "extra": dict(s.extra),
         "images_per_sec": _finite(p.images_per_sec), "low": low, "high": _finite(est.high) if est else None,
         "interval": est.scope if low is not None else None,
         "source": "+".join(p.sources) or None, "per_worker": _finite(p.per_worker),
@@ -48,26 +51,37 @@ def scaling_data(row: ScalingRow) -> dict[str, Any]:
     }
 
 
-def _num(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
+def setting_cell(key: str, d: dict[str, Any]) -> str:
+    """A setting as a table cell; None is '?' (an imported log did not say) or '-' (the workload has none)."""
+    value = d.get(key)
+    if key == "model":
+        extra = ", ".join(f"{k}={v}" for k, v in d["extra"].items())
+        return str(value or "-") + (f" ({extra})" if extra else "")
+    if key == "xla":
+        return "?" if value is None else "on" if value else "off"
+    if key in ("precision", "hosts"):
+        return "?" if value is None else str(value)
+    return "-" if value is None else str(value)
 
 
-def _cells(row: ScalingRow) -> list[str]:
-    d = scaling_data(row)
-    noise = "-"
-    if d["images_per_sec"] and d["low"] is not None and d["high"] is not None:
-        noise = f"{(d['high'] - d['low']) / 2 / d['images_per_sec'] * 100:.1f}%"
-        noise += "*" if d["interval"] == stats.STEPS_SCOPE else ""  # one run: step noise only
-    extra = ", ".join(f"{k}={v}" for k, v in d["extra"].items())
-    model = str(d["model"] or "-") + (f" ({extra})" if extra else "")
-    xla = "?" if d["xla"] is None else "on" if d["xla"] else "off"  # ?: unknown (an imported log did not say)
-    return [d["stack"], d["workload"], model, str(d["batch"] or "-"), d["precision"] or "?", xla,
-            str(d["workers"]), "?" if d["hosts"] is None else str(d["hosts"]), _num(d["images_per_sec"], 2), noise,
-            _num(d["per_worker"], 2),
-            "-" if d["speedup"] is None else f"{d['speedup']:.2f}x",
-            "-" if d["efficiency"] is None else f"{d['efficiency'] * 100:.2f}%",
-            "-" if d["across_node_efficiency"] is None else f"{d['across_node_efficiency'] * 100:.2f}%",
-            str(d["runs"]), str(d["failed"]), "; ".join(d["notes"])]
+def setting_text(key: str, d: dict[str, Any]) -> str:
+    """A setting as words for a caption: 'stack cpu-tf215 (hash 0123abcd4567)', 'batch 32 per worker'; '' for a
+    setting the workload does not have."""
+    cell = setting_cell(key, d)
+    if cell == "-":
+        return ""
+    if cell == "?":
+        return f"{key if key != 'xla' else 'XLA'} unknown"
+    return {"stack": f"stack {cell}" + (f" (hash {d['stack_hash']})" if d.get("stack_hash") else ""),
+            "batch": f"batch {cell} per worker", "xla": f"XLA {cell}", "precision": cell,
+            "hosts": f"{cell} host{'s' if cell != '1' else ''}"}.get(key, f"{key} {cell}")
+
+
+def _noise(d: dict[str, Any]) -> str:
+    if not d["images_per_sec"] or d["low"] is None or d["high"] is None:
+        return "-"
+    text = percent((d["high"] - d["low"]) / 2 / d["images_per_sec"])
+    return text + ("*" if d["interval"] == stats.STEPS_SCOPE else "")  # one run: step noise only
 
 
 def _order(rows: Sequence[ScalingRow]) -> list[ScalingRow]:
@@ -79,35 +93,56 @@ def _order(rows: Sequence[ScalingRow]) -> list[ScalingRow]:
     return sorted(rows, key=key)
 
 
-def scaling_table(rows: Sequence[ScalingRow], fmt: str = "table") -> str:
-    """The scaling table (workers, images/sec, per worker, speedup, efficiency, across-node efficiency)."""
-    ordered = _order(rows)
-    if fmt == "json":
-        return json.dumps([scaling_data(r) for r in ordered], indent=2) + "\n"
-    if fmt == "csv":
-        buf = io.StringIO()
-        fields = [k for k in scaling_data(ordered[0])] if ordered else ["stack"]
-        writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        for r in ordered:
-            d = scaling_data(r)
-            d["extra"] = json.dumps(d["extra"], sort_keys=True)
-            d["notes"] = "; ".join(d["notes"])
-            writer.writerow({k: "" if v is None else v for k, v in d.items()})
-        return buf.getvalue()
-    if fmt not in FORMATS:
-        raise InputError(f"--format: expected one of {', '.join(FORMATS)}, found '{fmt}'")
-    from tabulate import tabulate
+def numbered_notes(notes_per_row: Sequence[Sequence[str]]) -> tuple[list[str], list[str]]:
+    """Each distinct note once: ([the row's note numbers, '1, 2'], ['[1] text', ...])."""
+    numbers: dict[str, int] = {}
+    for notes in notes_per_row:
+        for n in notes:
+            numbers.setdefault(n, len(numbers) + 1)
+    refs = [", ".join(str(numbers[n]) for n in dict.fromkeys(notes)) for notes in notes_per_row]
+    return refs, [f"[{i}] {text}" for text, i in numbers.items()]
 
-    body = [_cells(r) for r in ordered]
-    # drop columns that say nothing here (all '-' or all empty), keep the figures
-    keep = [i for i, name in enumerate(COLUMNS)
-            if name in ("workers", "images/sec", "speedup", "efficiency")
-            or any(row[i] not in ("-", "") for row in body)]
-    headers = [COLUMNS[i] for i in keep]
-    table = [[row[i] for i in keep] for row in body]
-    text = tabulate(table, headers=headers, tablefmt="github" if fmt == "markdown" else "simple",
-                    disable_numparse=True) + "\n"
-    if any(row[COLUMNS.index("±")].endswith("*") for row in body):
-        text += ("\\" if fmt == "markdown" else "") + STEP_FOOTNOTE + "\n"
-    return text
+
+def _figures(data: list[dict[str, Any]], hosts: bool) -> list[tuple[Column, list[str]]]:
+    """Workers (and hosts where they vary), then the figure columns that say something here, with their cells."""
+    def col(header: str, cells: list[str], always: bool = True) -> list[tuple[Column, list[str]]]:
+        return [(Column(header, numeric=True), cells)] if always or any(c not in ("-", "") for c in cells) else []
+
+    refs, _ = numbered_notes([d["notes"] for d in data])
+    return [*col("workers", [str(d["workers"]) for d in data]),
+            *(col("hosts", [setting_cell("hosts", d) for d in data]) if hosts else []),
+            *col("images/sec", [number(d["images_per_sec"]) for d in data]),
+            *col("±", [_noise(d) for d in data], False),
+            *col("per worker", [number(d["per_worker"]) for d in data]),
+            *col("speedup", [number(d["speedup"], 2) + ("x" if d["speedup"] is not None else "") for d in data]),
+            *col("efficiency", [percent(d["efficiency"]) for d in data]),
+            *col("across-node eff", [percent(d["across_node_efficiency"]) for d in data], False),
+            *col("runs", [str(d["runs"]) for d in data]),
+            *col("failed", [str(d["failed"]) if d["failed"] else "" for d in data], False),
+            *col("notes", refs, False)]
+
+
+def scaling_document(rows: Sequence[ScalingRow], *, title: str = "") -> Document:
+    """The scaling table (workers, images/sec ±, per worker, speedup, efficiency, across-node efficiency)."""
+    data = [scaling_data(r) for r in _order(rows)]
+    same, varying = constant_settings([{k: setting_cell(k, d) for k in SETTINGS} for d in data], SETTINGS)
+    settings = [(Column(k if k != "batch" else "batch/worker", numeric=k in ("batch", "hosts")),
+                 [setting_cell(k, d) for d in data]) for k in varying if k != "hosts"]
+    columns = [*settings, *_figures(data, "hosts" in varying)]
+    said = [t for k in same if (t := setting_text(k, data[0]))] if data else []
+    caption = [" · ".join(said)] if said else []
+    caption.append(interval_caption() if any(_noise(d) != "-" for d in data) else "images/sec: geometric mean "
+                   "over runs (no interval here: published figures, or runs without step times)")
+    if any(d["speedup"] is not None for d in data):
+        caption.append("speedup: images/sec against the 1-worker point of the same series (or the named "
+                       "baseline); efficiency = speedup / workers")
+    notes = [STEP_FOOTNOTE] if any(_noise(d).endswith("*") for d in data) else []
+    notes += numbered_notes([d["notes"] for d in data])[1]
+    cells = tuple(tuple(cells[i] for _, cells in columns) for i in range(len(data)))
+    return Document((Table(tuple(c for c, _ in columns), cells, tuple(data), title=title, caption=tuple(caption),
+                           notes=tuple(notes), name="scaling"),))
+
+
+def scaling_table(rows: Sequence[ScalingRow], fmt: str = "table") -> str:
+    """The scaling table in one of the registered formats (repro.formats.FORMATS)."""
+    return render(scaling_document(rows), fmt)

@@ -1,7 +1,11 @@
 """All-reduce sweep (MLBench task 0.a, reported the nccl-tests way): latency and bandwidth per size.
 
-    mpirun -np 2 python -m repro.workloads.allreduce [--min-exp 0 --max-exp 8 --num 80 | --sizes 1,1024]
-        [--dtypes fp32,fp16] [--iterations 100] [--warmup-iterations 10]
+    mpirun -np 2 python -m repro.workloads.allreduce [--min-exp 0 --max-exp 7.5 --num 26 | --sizes 1,1024]
+        [--dtypes fp32] [--iterations 50] [--large-iterations 10 --large-bytes 1048576] [--warmup-iterations 5]
+
+The defaults (26 sizes from 4 bytes to 126 MB of fp32, as nccl-tests' default doubling sweep; fewer
+timed iterations from 1 MiB on, where one all-reduce already takes milliseconds) finish in about a
+minute on 2 local workers; rank 0 prints a row per size as it is measured, as nccl-tests does.
 
 Every size (in elements) is reduced along two paths, side by side in one run:
 
@@ -38,7 +42,12 @@ DTYPES = {"fp32": ("float32", 4), "fp16": ("float16", 2), "fp64": ("float64", 8)
 RAW_DTYPES = ("fp32", "fp64", "int32")  # MPI has no 16-bit float to sum
 
 
-def default_sizes(min_exp: float = 0.0, max_exp: float = 8.0, num: int = 80) -> list[int]:
+MIN_EXP, MAX_EXP, NUM = 0.0, 7.5, 26  # the default sweep: 1 to 31.6M elements (126 MB of fp32), 26 sizes
+ITERATIONS, LARGE_ITERATIONS, LARGE_BYTES, WARMUP = 50, 10, 1 << 20, 5
+LARGE_WARMUP = 2  # at most, from --large-bytes on: one such all-reduce takes milliseconds to seconds
+
+
+def default_sizes(min_exp: float = MIN_EXP, max_exp: float = MAX_EXP, num: int = NUM) -> list[int]:
     """Element counts: `num` points of logspace(min_exp, max_exp), rounded, unique, ascending."""
     if num < 1:
         raise WorkloadError(f"--num must be >= 1, got {num}")
@@ -116,14 +125,19 @@ SPEC = WorkloadSpec(
     module="repro.workloads.allreduce",
     batch=None,
     options=(
-        Option("min_exp", float, 0.0, "smallest size is 10**min-exp elements", minimum=0),
-        Option("max_exp", float, 8.0, "largest size is 10**max-exp elements", minimum=0),
-        Option("num", int, 80, "log-spaced points (before deduplication)", minimum=1),
+        Option("min_exp", float, MIN_EXP, "smallest size is 10**min-exp elements", minimum=0),
+        Option("max_exp", float, MAX_EXP, "largest size is 10**max-exp elements", minimum=0),
+        Option("num", int, NUM, "log-spaced points (before deduplication)", minimum=1),
         Option("sizes", str, None, "explicit element counts, comma-separated (overrides the above)",
                pattern=r"[0-9]+(,[0-9]+)*", pattern_help="comma-separated whole numbers"),
-        Option("dtypes", str, "fp32,fp16", "comma-separated, from fp32, fp16", items=("fp32", "fp16")),
-        Option("iterations", int, 100, "timed all-reduces per size and dtype", minimum=1),
-        Option("warmup_iterations", int, 10, "untimed all-reduces per size first", minimum=0),
+        Option("dtypes", str, "fp32", "comma-separated, from fp32, fp16 (fp16: Horovod's path only)",
+               items=("fp32", "fp16")),
+        Option("iterations", int, ITERATIONS, "timed all-reduces per size and dtype", minimum=1),
+        Option("large_iterations", int, LARGE_ITERATIONS, "timed all-reduces per size from --large-bytes on "
+               f"(after at most {LARGE_WARMUP} untimed ones)", minimum=1),
+        Option("large_bytes", int, LARGE_BYTES, "message size (bytes) from which --large-iterations apply",
+               minimum=1),
+        Option("warmup_iterations", int, WARMUP, "untimed all-reduces per size first", minimum=0),
         Option("cycle_time_ms", float, None, "Horovod's background cycle (HOROVOD_CYCLE_TIME, ms)", minimum=0,
                exclusive_minimum=True),
         Option("fusion_threshold", int, None, "Horovod's tensor fusion buffer (HOROVOD_FUSION_THRESHOLD, bytes)",
@@ -198,6 +212,23 @@ def time_horovod(world: Any, dtype: str, elements: int, iterations: int, warmup:
     return times, wrong
 
 
+def progress_row(dtype: str, elements: int, entry: dict[str, Any], world_size: int) -> str:
+    """One size as it is measured (rank 0's own times), nccl-tests' columns: size, count, type, time, busbw, #wrong."""
+    nbytes = elements * DTYPES[dtype][1]
+
+    def path(name: str, times: list[float], wrong: int) -> str:
+        latency = common.median(times)
+        busbw = nbytes / latency * bus_factor(world_size) / 1e9 if latency else 0.0
+        return f"{name} {latency * 1e6:10.1f} us {busbw:8.3f} GB/s #wrong {wrong}"
+
+    cols = [f"{nbytes:>12,} B {elements:>11,} {dtype}"]
+    if "horovod" in entry:
+        cols.append(path("hvd", entry["horovod"], entry["wrong"]))
+    if "raw" in entry:
+        cols.append(path("raw", entry["raw"], entry["raw_wrong"]))
+    return "  ".join(cols)
+
+
 def _environment(args: Any) -> None:
     """Horovod's tuning flags become its environment before it starts."""
     import os
@@ -215,15 +246,22 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     dtypes = parse_dtypes(args.dtypes)
     _environment(args)
     comm, raw_missing = raw_comm() if args.raw else (None, "not asked for (--no-raw)")
-    counts = (args.iterations, args.warmup_iterations)
+    plan = [(dtype, elements) for dtype in dtypes for elements in sizes]
+    raw_plan = [(dtype, elements) for dtype, elements in plan if comm is not None and dtype in RAW_DTYPES]
+    total = len(raw_plan) + len(plan)
+
+    def counts_for(dtype: str, elements: int) -> tuple[int, int]:
+        if elements * DTYPES[dtype][1] >= args.large_bytes:
+            return args.large_iterations, min(args.warmup_iterations, LARGE_WARMUP)
+        return args.iterations, args.warmup_iterations
+
     raw: dict[tuple[str, int], tuple[list[float], int]] = {}
-    if comm is not None:  # the whole raw sweep first, before Horovod's background thread starts
-        for dtype in (d for d in dtypes if d in RAW_DTYPES):
-            for elements in sizes:
-                raw[(dtype, elements)] = time_raw(comm, dtype, elements, *counts)
-                if comm.Get_rank() == 0:
-                    common.progress(f"allreduce raw {dtype} {elements} elements: "
-                                    f"{common.median(raw[(dtype, elements)][0]) * 1e6:.1f} us")
+    for index, (dtype, elements) in enumerate(raw_plan):  # the whole raw sweep before Horovod's thread starts
+        raw[(dtype, elements)] = time_raw(comm, dtype, elements, *counts_for(dtype, elements))
+        if comm.Get_rank() == 0:
+            times, wrong = raw[(dtype, elements)]
+            row = progress_row(dtype, elements, {"raw": times, "raw_wrong": wrong}, comm.Get_size())
+            common.progress(f"[{index + 1}/{total}] {row}")
     world = common.start(args.intra_threads, args.inter_threads)
     import horovod.tensorflow as hvd
 
@@ -232,17 +270,15 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         comm_size, comm, raw = comm.Get_size(), None, {}
         raw_missing = f"MPI sees {comm_size} rank(s) of Horovod's {world.size}: not started by an MPI launcher"
     per_rank: dict[tuple[str, int], dict[str, Any]] = {}
-    for dtype in dtypes:
-        for elements in sizes:
-            entry: dict[str, Any] = {}
-            if (dtype, elements) in raw:
-                entry["raw"], entry["raw_wrong"] = raw[(dtype, elements)]
-            entry["horovod"], entry["wrong"] = time_horovod(world, dtype, elements, *counts)
-            per_rank[(dtype, elements)] = entry
-            if world.rank == 0:
-                common.progress(f"allreduce horovod {dtype} {elements} elements: "
-                                f"{common.median(entry['horovod']) * 1e6:.1f} us" +
-                                (f" (raw {common.median(entry['raw']) * 1e6:.1f} us)" if "raw" in entry else ""))
+    for index, (dtype, elements) in enumerate(plan):
+        entry: dict[str, Any] = {}
+        if (dtype, elements) in raw:
+            entry["raw"], entry["raw_wrong"] = raw[(dtype, elements)]
+        entry["horovod"], entry["wrong"] = time_horovod(world, dtype, elements, *counts_for(dtype, elements))
+        per_rank[(dtype, elements)] = entry
+        if world.rank == 0:
+            common.progress(f"[{len(raw_plan) + index + 1}/{total}] "
+                            f"{progress_row(dtype, elements, entry, world.size)}")
 
     gathered = common.gather([[d, e, t] for (d, e), t in per_rank.items()])
     rows = []
@@ -262,6 +298,9 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         "num": None if args.sizes else args.num,
         "dtypes": dtypes,
         "iterations": args.iterations,
+        "large_iterations": args.large_iterations,
+        "large_bytes": args.large_bytes,
+        "large_warmup_iterations": min(args.warmup_iterations, LARGE_WARMUP),
         "warmup_iterations": args.warmup_iterations,
         "cycle_time_ms": args.cycle_time_ms,
         "fusion_threshold": args.fusion_threshold,

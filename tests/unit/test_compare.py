@@ -409,7 +409,8 @@ def test_json_and_csv_outputs_parse(capsys, two_stacks):
 def test_markdown_output_is_a_markdown_table(capsys, two_stacks):
     assert main(["compare", "old", "new", "--store", str(two_stacks.root), "--format", "markdown"]) == 0
     text = capsys.readouterr().out
-    assert "| model " in text and "|---" in text and text.startswith("- OLD: old")
+    assert "| workers |" in text and "|---" in text and text.startswith("- OLD: old")
+    assert "model resnet50" in text  # the same on every row: in the caption
 
 
 def test_plot_writes_a_real_png_and_an_svg(capsys, two_stacks, tmp_path):

@@ -36,7 +36,8 @@ def test_group_vars_children_and_host_vars_follow_ansibles_precedence(tmp_path):
     (tmp_path / "host_vars" / "n2.yml").write_text("repro_slots: 5\n")
     inv = inventory_from_listing(listing(tmp_path), tmp_path)
     assert [(h.name, h.slots, h.interface) for h in inv.hosts] == [("n1", 4, "ib0"), ("n2", 5, "ib0")]
-    if shutil.which("ansible-inventory") or (Path(inventory_module.sys.executable).parent / "ansible-inventory").exists():
+    venv_tool = Path(inventory_module.sys.executable).parent / "ansible-inventory"
+    if shutil.which("ansible-inventory") or venv_tool.exists():
         assert _fields(inv) == _fields(load_inventory(tmp_path))
 
 

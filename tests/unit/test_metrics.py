@@ -88,7 +88,7 @@ def test_tables_json_csv_and_compare_show_the_same_images_per_sec_for_the_same_r
     assert float(row["images_per_sec"]) == pytest.approx(expected, rel=1e-12)
     compared = json.loads(cli("compare", "cpu", "new", "--store", str(store.root), "--format", "json"))
     assert compared["throughput"][0]["images_per_sec_old"] == expected
-    assert f"{expected:,.2f}" in cli("results", "scaling", "cpu", "--store", str(store.root))
+    assert f"{expected:,.1f}" in cli("results", "scaling", "cpu", "--store", str(store.root))
 
 
 def test_an_imported_run_shows_the_figure_its_log_reported():

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+from repro.resources import tomllib  # the standard library's, or tomli on Python 3.10
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -71,11 +72,12 @@ def test_results_scaling_prints_speedup_and_efficiency(capsys, store):
                "--store", store)[0] == 0
     code, out, _ = run(capsys, "results", "--store", store, "scaling", "host")
     assert code == 0
-    header = out.splitlines()[0]
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("workers"))
     for column in ("workers", "images/sec", "per worker", "speedup", "efficiency", "across-node eff"):
         assert column in header
-    eight = next(line for line in out.splitlines() if " 1,408.00 " in line)
-    assert "6.40x" in eight and "80.00%" in eight
+    assert "stack host" in out and "model resnet50" in out  # the same on every row: said once, in the caption
+    eight = next(line for line in out.splitlines() if " 1,408.0 " in line)
+    assert "6.40x" in eight and "80.0%" in eight
     code, out, _ = run(capsys, "results", "scaling", "host", "--store", store, "--format", "json")
     data = json.loads(out)
     assert [d["workers"] for d in data] == [1, 2, 4, 8]
@@ -88,7 +90,8 @@ def test_scaling_table_renders_for_bench_in_every_format():
 
     rows = metrics.scaling(metrics.points(import_table(BASELINES / "seed001-avolkov1.csv", import_stack("a"))))
     md = scaling_table(rows, "markdown").splitlines()
-    assert md[0].startswith("| stack") and "workers" in md[0] and md[1].startswith("|--")
+    head = next(i for i, line in enumerate(md) if line.startswith("|"))
+    assert "workers" in md[head] and md[head + 1].startswith("|--") and "stack a" in md[0]
     parsed = list(csv.DictReader(io.StringIO(scaling_table(rows, "csv"))))
     assert len(parsed) == len(rows)
     assert json.loads(scaling_table(rows, "json"))[0]["stack"] == "a"
@@ -101,7 +104,8 @@ def test_compare_two_imported_baselines_prints_ratios_and_efficiencies(capsys, s
     code, out, _ = run(capsys, "compare", "seed000-calico", "seed000-host", "--store", store)
     assert code == 0
     assert "What changed: network Calico → Host" in out
-    rows = {line.split()[1]: line for line in out.splitlines() if line.startswith("resnet50")}
+    assert "model resnet50" in out  # the same on every row: in the caption
+    rows = {line.split()[0]: line for line in out.splitlines() if re.match(r"\s*\d+\s+\d", line)}
     assert set(rows) == {"1", "2", "4", "8"}
     assert "1.17x" in rows["4"] and "not enough runs" in rows["4"]  # 764 / 652
     assert "74.1%" in rows["4"] and "86.8%" in rows["4"] and "+12.7 pt" in rows["4"]

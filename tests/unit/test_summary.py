@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from repro.results.allreduce_plot import plot_allreduce
+import pytest
+
+from repro.results.figures import plot_records
 from repro.results.provenance import HostFacts, Link
 from repro.results.record import HostRef, RunRecord, Settings, StackRef
-from repro.results.summary import GBIT, allreduce_report, allreduce_rows, tta_report
+from repro.results.summary import GB, GBIT, allreduce_report, allreduce_sweeps, tta_report
 
 
 def allreduce_record(backend: str, link: float | None = None) -> RunRecord:
@@ -23,29 +25,31 @@ def allreduce_record(backend: str, link: float | None = None) -> RunRecord:
                      stack=StackRef(name="cpu", hash="abc"),
                      settings=Settings(workload="allreduce", workers=2, hosts=2, backend=backend),
                      hosts=[HostRef(name="h1", address="10.0.0.1"), HostRef(name="h2", address="10.0.0.2")],
-                     facts=facts, metrics={"backend": backend, "results": results})
+                     facts=facts, metrics={"backend": backend, "bus_factor": 1.0, "results": results})
 
 
 def test_allreduce_rows_relate_bus_bandwidth_to_the_link_speed_from_facts():
-    rows = allreduce_rows([allreduce_record("mpi", link=10.0)])
-    assert [r["elements"] for r in rows] == [1, 1000, 1_000_000]
-    big = rows[-1]
-    assert big["link_gbps"] == 10.0
-    assert 4.9 < big["busbw_gbps"] < 5.0 and 0.49 < big["of_link"] < 0.5
-    assert rows[0]["busbw_gbps"] < big["busbw_gbps"]
+    (sweep,) = allreduce_sweeps([allreduce_record("mpi", link=10.0)])
+    assert [s.elements for s in sweep.sizes] == [1, 1000, 1_000_000]
+    big = sweep.sizes[-1].horovod
+    assert sweep.link_gbps == 10.0
+    assert 0.61 < big.busbw / GB < 0.625 and 0.49 < sweep.of_link(big.busbw) < 0.5  # 5 Gbit/s = 0.625 GB/s
+    assert sweep.sizes[0].horovod.busbw < big.busbw
+    assert sweep.sizes[0].raw is None and not sweep.has_raw  # a record from before the raw path existed
 
 
 def test_allreduce_report_says_when_the_link_speed_is_unknown_and_takes_an_override():
     assert "link speed unknown" in allreduce_report([allreduce_record("gloo")])
     text = allreduce_report([allreduce_record("gloo")], link_gbps=100)
-    assert "100 Gbit/s" in text and "gloo" in text
+    assert "100 Gbit/s = 12.5 GB/s" in text and "gloo controller" in text
+    assert "raw path not recorded" in text
 
 
 def test_allreduce_plot_writes_png_and_svg(tmp_path):
     records = [allreduce_record("mpi", 10.0), allreduce_record("gloo", 10.0)]
-    png = plot_allreduce(records, tmp_path / "a.png")
+    png = plot_records(records, tmp_path / "a.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    svg = plot_allreduce(records, tmp_path / "a.svg")
+    svg = plot_records(records, tmp_path / "a.svg")
     assert "<svg" in svg.read_text()[:500]
 
 
@@ -55,4 +59,9 @@ def test_tta_report_lists_time_epochs_and_split():
                     metrics={"target": 0.95, "reached": True, "time_to_accuracy_s": 12.5, "epochs": 7,
                              "final_top1": 0.96, "final_top5": 1.0, "compute_s": 9.0, "communication_s": 1.5})
     text = tta_report([rec])
-    assert "12.5" in text and "9.0" in text and "1.5" in text and "0.96" in text
+    assert "12.5" in text and "9.0" in text and "1.5" in text and "96.0%" in text
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
+def test_every_summary_renders_in_every_format(fmt):
+    assert "1,000" in allreduce_report([allreduce_record("mpi", 10.0)], fmt=fmt).replace("1000", "1,000")
