@@ -330,32 +330,6 @@ def path_argument(text: str) -> str:
     return argument(PATH)(text)
 
 
-def words_argument(kind: Kind) -> Callable[[str], tuple[str, ...]]:
-    """argparse `type=` for a comma-separated list of values of `kind`."""
-
-    def parse(text: str) -> tuple[str, ...]:
-        items = tuple(x.strip() for x in text.split(",") if x.strip())
-        for item in items:
-            why = kind.problem(item)
-            if why:
-                raise argparse.ArgumentTypeError(why)
-        return items
-
-    parse.__name__ = f"{kind.name} list"
-    return parse
-
-
-def counts_argument(text: str) -> tuple[int, ...]:
-    """argparse `type=` for comma-separated whole numbers >= 1 (ASCII digits)."""
-    try:
-        values = tuple(integer(x.strip(), minimum=1, maximum=1_000_000) for x in text.split(",") if x.strip())
-    except InputValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers >= 1: {exc}") from None
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers >= 1, got {_show(text)}")
-    return values
-
-
 def count_argument(text: str) -> int:
     """argparse `type=` for one whole number >= 1 (ASCII digits)."""
     try:

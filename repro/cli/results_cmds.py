@@ -210,7 +210,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-NOT_THROUGHPUT = ("allreduce", "tta")
 
 
 def cmd_scaling(args: argparse.Namespace) -> int:

@@ -74,7 +74,6 @@ DISTRIBUTIONS = (
                  components=("main", "restricted", "universe", "multiverse"), pockets=("-updates", "-security"),
                  revision=2),
 )
-SUITES = DISTRIBUTIONS[0].suites  # Debian's, as before
 _DEBOOTSTRAP_TIMEOUT_S = 1800
 RECIPE_REVISION = 1  # bump when the tarball's making changes, so caches built the old way are not reused
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # /proc/self/mountinfo writes " " as \040

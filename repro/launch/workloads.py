@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from repro.registry import Registry
 from repro.workloads import catalog
-from repro.workloads.spec import Option, WorkloadSpec
+from repro.workloads.spec import WorkloadSpec
 
 if TYPE_CHECKING:
     from repro.results.record import Settings
@@ -82,11 +82,6 @@ class ReproWorkload:
 
     def parse(self, stdout: str) -> dict[str, Any] | None:
         return find_result(stdout)
-
-
-def settings_options(spec: WorkloadSpec) -> dict[str, Option]:
-    """Common setting name -> the option of `spec` that carries it."""
-    return {o.setting: o for o in spec.options if o.setting is not None and o.bench}
 
 
 def _register_builtin() -> None:

@@ -48,11 +48,6 @@ class Estimate:
     repeats: int  # runs
     scope: str = RUNS_SCOPE  # what the interval covers: runs (run-to-run and step noise) or steps only
 
-    @property
-    def rel_halfwidth(self) -> float:
-        """Half the interval's width relative to the value: the point's noise."""
-        return (self.high - self.low) / 2 / self.value if self.value else float("nan")
-
 
 @dataclass(frozen=True)
 class RatioResult:

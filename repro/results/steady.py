@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from repro.errors import InputError
 from repro.results.record import RankResult, RunRecord
 
 FIXED, AUTO = "fixed", "auto"
@@ -48,14 +47,6 @@ class Steady:
     def known(self) -> bool:
         """Whether the series was long enough to tell."""
         return self.steps >= MIN_STEPS
-
-
-def warmup_mode(text: str) -> str:
-    """The --warmup option's value: 'fixed' (the workload's count) or 'auto' (detected); else InputError."""
-    value = text.strip().lower()
-    if value not in MODES:
-        raise InputError(f"--warmup: expected one of {', '.join(MODES)}, found '{text}'")
-    return value
 
 
 def mser(series: Sequence[float], batch: int = 1) -> tuple[int, bool]:

@@ -50,30 +50,6 @@ _UNRECORDED_ENV = frozenset(
 # --------------------------------------------------------------------------- arguments
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite float > 0."""
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
 # Options every workload takes besides its own (threads and seed), declared as the spec declares its own.
 COMMON_OPTIONS = (
     Option("intra_threads", int, 0, "TensorFlow intra-op threads per worker (0: usable cores / workers on the host)",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from repro.errors import InputError
 from repro.results import metrics, steady
 from repro.results.record import RankResult
 from tests.unit import real_steps
@@ -88,13 +87,3 @@ def test_annotate_records_the_detected_warm_up_per_rank():
     assert rank.detected_warmup == 11
     short = steady.annotate([RankResult(rank=0, step_times=[0.1] * 3)])
     assert short[0].detected_warmup is None
-
-
-@pytest.mark.parametrize("text", ["auto", "AUTO", " fixed "])
-def test_warmup_mode_accepts_fixed_and_auto(text):
-    assert steady.warmup_mode(text) in steady.MODES
-
-
-def test_warmup_mode_refuses_anything_else():
-    with pytest.raises(InputError, match="--warmup: expected one of fixed, auto, found '5'"):
-        steady.warmup_mode("5")
