@@ -123,6 +123,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--plot", default=None, metavar="FILE", help="all-reduce: latency/bandwidth plot (.png or .svg)")
     r.add_argument("--link-gbps", type=float, default=None,
                    help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
+    b = p.add_argument_group("batch site settings (--scheduler slurm; override the inventory's repro_slurm_* "
+                             "variables; see docs/slurm.md)")
+    b.add_argument("--partition", default=None, help="Slurm partition (repro_slurm_partition)")
+    b.add_argument("--account", default=None, help="Slurm account to charge (repro_slurm_account)")
+    b.add_argument("--time-limit", default=None, metavar="LIMIT",
+                   help="job time limit: minutes, HH:MM:SS or D-HH:MM:SS (repro_slurm_time; default: --timeout "
+                   "in whole minutes)")
+    b.add_argument("--sbatch", action="append", default=None, metavar="LINE",
+                   help="an extra #SBATCH line such as --qos=high (repeatable; repro_slurm_extra)")
+    b.add_argument("--slurm-mpi", default=None, metavar="PLUGIN",
+                   help="srun --mpi plugin for the srun launcher (repro_slurm_mpi; default pmix)")
     p.set_defaults(handler=cmd_bench)
 
 
@@ -159,8 +170,12 @@ def options(args: argparse.Namespace):
         raise InputError(f"--link-gbps: expected a positive number, found {args.link_gbps:g}")
     if args.plot and not args.plot.lower().endswith((".png", ".svg")):
         raise InputError(f"--plot {args.plot}: expected a .png or .svg file name")
+    site = {"repro_slurm_partition": args.partition, "repro_slurm_account": args.account,
+            "repro_slurm_time": args.time_limit, "repro_slurm_extra": tuple(args.sbatch or ()),
+            "repro_slurm_mpi": args.slurm_mpi}
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
-                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run)
+                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run,
+                        site={k: v for k, v in site.items() if v not in (None, ())})
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
