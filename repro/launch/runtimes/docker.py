@@ -62,7 +62,6 @@ class DockerRuntime:
 
     name: ClassVar[str] = "docker"
     needs_image: ClassVar[bool] = True
-    batch_launchers: ClassVar[tuple[str, ...]] = ("srun",)  # its ranks reach the MPI's PMIx server, not sshd
 
     def __init__(self, stack: Stack, image: ImageLock | None) -> None:
         if image is None:

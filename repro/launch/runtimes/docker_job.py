@@ -2,15 +2,18 @@
 
 Containers are children of the Docker engine, not of slurmstepd, so Slurm can neither track nor kill them.
 The job therefore runs one *worker* task per node for its whole length (a background `srun --overlap` step):
-it starts the node's container (labelled with the job id), waits on it, and removes it when the job ends
-in any way: at the normal end the script removes the containers and the workers return; scancel and the time
-limit send every task SIGTERM, and the worker's trap removes the container before Slurm's SIGKILL (KillWait).
-A node that dies with its job keeps its container; the next repro job on that node removes every container
-of a job Slurm no longer runs (`repro_docker_reap`).
+it starts the node's container (labelled with the job id) and waits on it. The container lives only while its
+worker does: its main process reads a FIFO the worker holds open, and ends at end-of-file, when the worker is
+gone however it went (even SIGKILL, or its slurmd killed with it); `--rm` then removes it. At the normal end
+the script removes the containers and the workers return; scancel and the time limit send every task SIGTERM,
+and the worker's trap removes its container at once. A container whose node died with the engine still up
+(crashed before its worker could end) is removed by the next repro job on that node (`repro_docker_reap`).
 
 The ranks run in the node's container through `docker exec`, with the step's Slurm, PMIx and MPI environment;
 the PMIx server's directories (SlurmdSpoolDir, TmpFS) are bound into the container at the same paths, so
-Open MPI inside it wires up through srun --mpi=pmix as on the host.
+Open MPI inside it wires up through srun --mpi=pmix as on the host. Under mpirun (the host's, inside the
+allocation) the daemons Slurm starts on each node run `docker exec` for their ranks, which reach them through
+the host's /tmp (bound in) and network: the image's Open MPI must match the host's, as for any hybrid launch.
 """
 
 from __future__ import annotations
@@ -38,10 +41,14 @@ def engine_function(nodes: tuple[Host, ...]) -> str:
     return "\n".join(lines)
 
 
+STOP_FUNCTION = """\
+# Remove this node's worker container (its worker task then returns).
+repro_docker_stop() { repro_docker rm --force "repro-$SLURM_JOB_ID-$SLURMD_NODENAME" >/dev/null 2>&1 || true; }"""
+
 REAP_FUNCTION = """\
-# Remove this node's containers of repro jobs that Slurm no longer runs (a node that died under its job).
+# Remove this node's containers (and lifelines in TmpFS, $1) of repro jobs that Slurm no longer runs.
 repro_docker_reap() {
-  local live id job
+  local live id job file
   live=$(squeue --noheader --format=%i 2>/dev/null) || return 0
   live=" ${live//$'\\n'/ } "
   for id in $(repro_docker ps --all --quiet --filter label=repro.slurm.job); do
@@ -50,6 +57,11 @@ repro_docker_reap() {
       repro_docker rm --force "$id" >/dev/null 2>&1 && echo "repro: removed container $id of ended job $job" >&2
     fi
   done
+  for file in "$1"/repro-*.lifeline; do
+    job=${file##*/repro-}
+    job=${job%%-*}
+    if [[ -p $file && $live != *" $job "* ]]; then rm -f "$file"; fi
+  done
 }"""
 
 
@@ -57,22 +69,30 @@ def worker_function(image: str, run_args: list[str]) -> str:
     """repro_docker_worker: one per node for the whole job (see the module docstring)."""
     args = " ".join(shlex.quote(a) for a in run_args)
     return f"""\
-# One task per node for the whole job: this node's worker container, removed however the job ends.
+# One task per node for the whole job: this node's worker container, removed however the job ends. Its main
+# process reads a lifeline (a FIFO) this task holds open: when the task dies in any way, even by SIGKILL or
+# with its slurmd, the container's main process sees end-of-file, and the container stops and goes (--rm).
 repro_docker_worker() {{
   local spool tmpfs
   REPRO_CONTAINER="repro-$SLURM_JOB_ID-$SLURMD_NODENAME"
   REPRO_WAITER=""
-  trap 'repro_docker rm --force "$REPRO_CONTAINER" >/dev/null 2>&1 || true
-        [[ -z $REPRO_WAITER ]] || kill "$REPRO_WAITER" 2>/dev/null || true' EXIT
-  trap 'exit 143' TERM INT HUP
-  repro_docker_reap
   spool=$(repro_node_path SlurmdSpoolDir)
   tmpfs=$(repro_node_path TmpFS)
-  repro_docker run --detach --name "$REPRO_CONTAINER" --label repro.managed=1 \\
-    --label "repro.slurm.job=$SLURM_JOB_ID" --volume "$spool:$spool" --volume "$tmpfs:$tmpfs" \\
+  REPRO_LIFELINE="$tmpfs/$REPRO_CONTAINER.lifeline"
+  # the lifeline first: that alone ends the container, even if Slurm's SIGKILL comes before docker rm returns
+  trap 'exec 3>&-; rm -f "$REPRO_LIFELINE"; repro_docker rm --force "$REPRO_CONTAINER" >/dev/null 2>&1 || true
+        [[ -z $REPRO_WAITER ]] || kill "$REPRO_WAITER" 2>/dev/null || true' EXIT
+  trap 'exit 143' TERM INT HUP
+  repro_docker_reap "$tmpfs"
+  rm -f "$REPRO_LIFELINE"
+  mkfifo -m 600 "$REPRO_LIFELINE" || exit 1
+  exec 3<>"$REPRO_LIFELINE"
+  repro_docker run --detach --rm --name "$REPRO_CONTAINER" --label repro.managed=1 \\
+    --label "repro.slurm.job=$SLURM_JOB_ID" --volume "$REPRO_LIFELINE:/run/repro-lifeline" \\
+    --volume "$spool:$spool" --volume "$tmpfs:$tmpfs" \\
     {args} \\
-    {shlex.quote(image)} sleep infinity >/dev/null || exit 1
-  repro_docker wait "$REPRO_CONTAINER" >/dev/null &
+    --entrypoint /bin/sh {shlex.quote(image)} -c 'exec cat /run/repro-lifeline >/dev/null' >/dev/null 3>&- || exit 1
+  repro_docker wait "$REPRO_CONTAINER" >/dev/null 2>&1 3>&- &
   REPRO_WAITER=$!
   wait "$REPRO_WAITER"
 }}"""
@@ -111,17 +131,17 @@ def docker_job(command: list[str], env: dict[str, str], ctx: PlanContext, nodes:
         run_args += ["--device", "/dev/infiniband", "--ulimit", "memlock=-1"]
     if dataset:
         run_args += ["--volume", f"{dataset}:{CONTAINER_DATA}:ro"]
+    if ctx.launcher != "srun":  # mpirun's daemons run on the host: their session directory is in its /tmp
+        run_args += ["--volume", "/tmp:/tmp"]
     worker = ["srun", "--overlap", "--mpi=none", f"--nodes={placement_nodes}", f"--ntasks={placement_nodes}",
               "--ntasks-per-node=1", "--kill-on-bad-exit=0", "bash", "-c", "repro_docker_worker"]
     return JobStep(
         command=["bash", "-c", 'repro_in_docker "$@"', "repro_in_docker", *command], env=env,
-        functions=(NODE_PATH_FUNCTION, engine_function(nodes), REAP_FUNCTION,
+        functions=(NODE_PATH_FUNCTION, engine_function(nodes), REAP_FUNCTION, STOP_FUNCTION,
                    worker_function(str(ctx.image), run_args), exec_function(list(env))),
         setup=("# The worker containers, one per node, for the whole job (see repro_docker_worker).",
                shlex.join(worker) + " &", "REPRO_WORKER=$!"),
         teardown=("# the containers go, so every worker returns",
-                  f"srun --overlap --mpi=none --nodes={placement_nodes} --ntasks={placement_nodes} "
-                  "--ntasks-per-node=1 bash -c 'repro_docker rm --force \"repro-$SLURM_JOB_ID-$SLURMD_NODENAME\"' "
-                  ">/dev/null 2>&1 || true",
+                  shlex.join([*worker[:7], "bash", "-c", "repro_docker_stop"]) + " >/dev/null 2>&1 || true",
                   'wait "$REPRO_WORKER" 2>/dev/null || true'),
     )

@@ -98,6 +98,8 @@ def _exports(env: dict[str, str]) -> list[str]:
         if is_secret_name(name):
             lines.append(f"export {name}  # secret: the value comes from the environment sbatch runs in")
         else:
+            if "$" in str(value) or "`" in str(value):
+                lines.append("# shellcheck disable=SC2016 # the value is literal, as the stack gives it")
             lines.append(f"export {name}={shlex.quote(str(value))}")
     return lines
 
@@ -125,6 +127,8 @@ def render(point: Settings, step: JobStep, launch: list[str], *, runtime: str, l
               "KillWait).", "repro_cleanup() {", *(f"  {t}" for t in teardown), "}", "trap repro_cleanup EXIT",
               "trap 'exit 143' TERM INT HUP", ""]
     lines += list(step.setup)
+    if any("$" in word for word in launch):
+        lines.append("# shellcheck disable=SC2016 # $... in single quotes expands in each rank's shell, not here")
     command = len(step.command)
     if launch[-command:] == step.command and len(launch) > command:  # the launcher's options, then the rank's command
         lines.append(wrap(launch[:-command]) + " \\\n  " + wrap(step.command, "    "))

@@ -183,7 +183,7 @@ class Follow:
             if fields is None or state in END_STATES:
                 return fields
             if state != self.last_state:
-                where = fields.get("NodeList", "") if state == "RUNNING" else fields.get("Reason", "")
+                where = _clean(fields.get("NodeList") if state == "RUNNING" else fields.get("Reason"))
                 self.say(f"Slurm job {self.job_id} {state.lower()}" + (f" ({where})" if where else ""))
                 self.last_state = state
             if state == "RUNNING":
