@@ -131,7 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="job time limit: minutes, HH:MM:SS or D-HH:MM:SS (repro_slurm_time; default: --timeout "
                    "in whole minutes)")
     b.add_argument("--sbatch", action="append", default=None, metavar="LINE",
-                   help="an extra #SBATCH line such as --qos=high (repeatable; repro_slurm_extra)")
+                   help="an extra #SBATCH line, given as --sbatch=--qos=high (repeatable; repro_slurm_extra)")
     b.add_argument("--slurm-mpi", default=None, metavar="PLUGIN",
                    help="srun --mpi plugin for the srun launcher (repro_slurm_mpi; default pmix)")
     p.set_defaults(handler=cmd_bench)
