@@ -36,7 +36,8 @@ COMBINATIONS = [(r, launcher) for r in ("host", "docker", "charliecloud", "pyxis
                 for launcher in ("srun", "mpirun") if (r, launcher) != ("pyxis", "mpirun")]
 
 
-def cluster(*, gpus: int = 0, slots: int = 1, docker_hosts: bool = True, **extra) -> Inventory:
+def cluster(*, gpus: int = 0, slots: int = 1, docker_hosts: bool = True, dataset: str | None = None,
+            **extra) -> Inventory:
     """A login node and two compute nodes, as an inventory of a Slurm site would name them."""
     hosts = [Host(name="login1", address="10.0.0.10", vars=dict(SITE_VARS, **extra))]
     for i in (1, 2):
@@ -44,7 +45,7 @@ def cluster(*, gpus: int = 0, slots: int = 1, docker_hosts: bool = True, **extra
         hosts.append(Host(name=f"node{i}", address=f"10.0.0.{i}", slots=slots, gpus=gpus, interface="ib0",
                           python="/opt/site/python/bin/python3",
                           docker_host=f"unix:///run/docker-{i}.sock" if docker_hosts else
-                          "unix:///var/run/docker.sock", vars=hv))
+                          "unix:///var/run/docker.sock", dataset_dir=dataset, vars=hv))
     # the compute nodes are the workers; the login node submits
     return Inventory("site.yml", (hosts[1], hosts[2], hosts[0]))
 
@@ -60,7 +61,8 @@ def batch_plan(runtime: str, launcher: str, *, workers: int = 2, inventory: Inve
     slurm.check(runtime, launcher)
     ctx = PlanContext(run_id="0123abcd", stack_env=dict(env if env is not None else loaded.stack.env),
                       gpu=loaded.stack.gpu, image=TAG, ssh_port=loaded.stack.container.ssh_port,
-                      python="python3" if runtime != "host" else None, launcher=launcher)
+                      python="python3" if runtime != "host" else None, launcher=launcher,
+                      infiniband=any(h.vars.get("repro_infiniband") for h in inventory.hosts))
     return slurm.plan(point, place(inventory, workers), runtime, ctx)
 
 
@@ -91,18 +93,34 @@ def test_the_job_script_of_each_runtime_and_launcher_is_golden_and_shellcheck_cl
     shellcheck(plan.script, tmp_path)
 
 
-def test_seed_003_as_a_job_script_is_golden_and_shellcheck_clean(tmp_path):
-    """Seed 003's 8 GPUs on 2 C4140s (mpirun -np 8 -H a:4,b:4 ... over ib0) as one sbatch job: docker workers,
-    srun --mpi=pmix, 4 GPUs per node, tf_cnn_benchmarks with ResNet-50 at batch 256 in fp16 with XLA."""
-    inventory = cluster(gpus=4, slots=4, repro_slurm_account="dell-hpc", repro_slurm_extra=["--exclusive"],
-                        repro_infiniband=True)
-    spec = SweepSpec(workload="tf_cnn_benchmarks", workers=(8,), models=("resnet50",), batch_sizes=(256,),
-                     precisions=("fp16",), xla=(True,), data_format="NCHW")
-    plan = batch_plan("docker", "srun", workers=8, inventory=inventory, stack="stacks/tf114-cuda10-xla.yaml",
-                      spec=spec)
-    assert_golden("seed003-docker-srun.sbatch", plan.script)
+SEED_003 = SweepSpec(workload="tf_cnn_benchmarks", workers=(8,), models=("resnet50",), batch_sizes=(256,),
+                     precisions=("fp16",), xla=(True,), data_format="NCHW", data="real")
+
+
+def seed_003() -> Inventory:
+    """Seed 003's two C4140s: 4 V100s each, ImageNet on NFS, EDR InfiniBand (ib0)."""
+    return cluster(gpus=4, slots=4, dataset="/home/dell/imagenet_tfrecords", repro_slurm_account="dell-hpc",
+                   repro_slurm_extra=["--exclusive"], repro_infiniband=True)
+
+
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_seed_003_as_a_job_script_is_golden_and_shellcheck_clean(tmp_path, runtime):
+    """Seed 003's 8 GPUs on 2 C4140s (mpirun -np 8 -H a:4,b:4 ... over ib0) as one sbatch job: srun --mpi=pmix,
+    4 GPUs per node, ImageNet, tf_cnn_benchmarks with ResNet-50 at batch 256 in fp16 with XLA; in worker
+    containers (as the seed ran it) or on the nodes' own software."""
+    plan = batch_plan(runtime, "srun", workers=8, inventory=seed_003(), stack="stacks/tf114-cuda10-xla.yaml",
+                      spec=SEED_003)
+    assert_golden(f"seed003-{runtime}-srun.sbatch", plan.script)
     shellcheck(plan.script, tmp_path)
     assert "#SBATCH --gpus-per-node=4" in plan.script and "#SBATCH --ntasks-per-node=4" in plan.script
+    if runtime == "docker":
+        assert "--device /dev/infiniband" in plan.script and "/home/dell/imagenet_tfrecords:/data:ro" in plan.script
+
+
+def test_the_example_of_docs_slurm_md_is_the_rendered_script():
+    doc = (ROOT / "docs" / "slurm.md").read_text()
+    script = (GOLDEN / "seed003-host-srun.sbatch").read_text()
+    assert f"```bash\n{script}```" in doc, "docs/slurm.md's example differs from seed003-host-srun.sbatch"
 
 
 def test_the_script_takes_the_shape_from_the_point_and_the_rest_from_the_site():

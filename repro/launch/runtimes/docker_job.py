@@ -67,7 +67,14 @@ repro_docker_reap() {
 
 def worker_function(image: str, run_args: list[str]) -> str:
     """repro_docker_worker: one per node for the whole job (see the module docstring)."""
-    args = " ".join(shlex.quote(a) for a in run_args)
+    lines, line = [], ""
+    for word in (shlex.quote(a) for a in run_args):
+        if line and len(line) + len(word) > 90:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    args = " \\\n    ".join([*lines, line])
     return f"""\
 # One task per node for the whole job: this node's worker container, removed however the job ends. Its main
 # process reads a lifeline (a FIFO) this task holds open: when the task dies in any way, even by SIGKILL or
