@@ -25,7 +25,8 @@ from tests.integration.cli import ROOT, run_repro
 pytestmark = [pytest.mark.cluster, pytest.mark.slurm, pytest.mark.docker, pytest.mark.tf]
 
 STACK = "stacks/cpu-tf215.yaml"
-SMALL = ("--warmup-steps", "1", "--steps", "3", "--batch-size", "8", "--repeats", "1")
+STEPS = ("--warmup-steps", "1", "--steps", "3", "--batch-size", "8")
+SMALL = (*STEPS, "--repeats", "1")
 LONG = ("--warmup-steps", "1", "--steps", "5000", "--batch-size", "8", "--repeats", "1")
 
 
@@ -144,9 +145,9 @@ def test_compare_lines_the_slurm_run_up_with_a_direct_ssh_run(slurm_cluster, sto
     for root in (direct, batch):
         root.mkdir()
         (root / "locks").symlink_to(store / "locks")
-    run_repro("bench", "--stack", STACK, "--hosts", str(slurm_cluster.inventory), "--workers", "1,2", *SMALL,
+    run_repro("bench", "--stack", STACK, "--hosts", str(slurm_cluster.inventory), "--workers", "1,2", *STEPS,
               "--repeats", "2", "--store", str(direct), timeout=1800)
-    bench(inventory, batch, "--runtime", "docker", "--workers", "1,2", *SMALL, "--repeats", "2")
+    bench(inventory, batch, "--runtime", "docker", "--workers", "1,2", *STEPS, "--repeats", "2")
     # the same stack, points and hosts: aligned without --allow-different-hardware (exit 0)
     rows = run_repro("compare", str(direct), str(batch), "--format", "json").stdout
     aligned = json.loads(rows)

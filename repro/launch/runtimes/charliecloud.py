@@ -116,7 +116,8 @@ class CharliecloudRuntime:
         return str(target)
 
     def prepare(self, hosts: list[Host], backend: str, via: Via | None = None) -> RuntimeReport:
-        """Convert the image (once), then check on every node that ch-run starts it."""
+        """Convert the image (once per image id: minutes for a TensorFlow image), then check on every node that
+        ch-run starts it."""
         image = self.convert(hosts[0])
         problems = []
         for host in hosts:
