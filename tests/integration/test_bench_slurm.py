@@ -234,7 +234,7 @@ def test_pmi2_is_refused_before_anything_is_submitted(slurm_cluster, store, inve
     assert proc.returncode == 1
     assert "refusing to submit: the MPI was built without PMI-2" in proc.stderr, proc.stderr
     checks = [line for line in slurm_cluster.slurm.jobcomp.read_text().removeprefix(jobs_before).splitlines()
-              if "JobName=repro-check" not in line]
+              if "Name=repro-check " not in line]
     assert checks == []  # only the checks ran (srun on the nodes); no job of a point
 
 

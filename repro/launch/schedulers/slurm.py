@@ -47,6 +47,7 @@ class Slurm:
     """Points as Slurm batch jobs (see the module docstring)."""
 
     name = "slurm"
+    launcher = "srun"  # the default launcher under Slurm: what sites use
 
     def __init__(self, site: SlurmSite | None = None, nodes: tuple[Host, ...] = (), timeout: float = 1800.0) -> None:
         self.site = site
@@ -58,8 +59,6 @@ class Slurm:
     def configure(self, inventory: Inventory, flags: Mapping[str, Any], timeout: float) -> Slurm:
         """This scheduler for one sweep: the site's settings from the inventory and the flags, checked."""
         return Slurm(site_from(inventory.hosts, flags), inventory.hosts, timeout)
-
-    launcher = "srun"  # the default launcher under Slurm: what sites use
 
     def check(self, runtime: str, launcher: str, backends: tuple[str, ...] = ("mpi",)) -> None:
         """Refuse, before anything, a runtime, launcher or Horovod controller that cannot run inside a Slurm job."""
