@@ -26,6 +26,7 @@ from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
 from repro.launch.runtimes import RUNTIMES, Outcome, Runtime, RuntimeReport, create, plan_point
 from repro.launch.schedulers import SCHEDULERS
+from repro.launch.schedulers.slurm_site import FLAGS as SITE_FLAGS
 from repro.manifest import LoadedStack
 from repro.pipeline.gate import admit
 from repro.pipeline.stage import safe_call
@@ -168,9 +169,7 @@ def configured(options: BenchOptions, inventory: Inventory) -> Any:
     """The scheduler named in the options, with the site's settings where it takes them (InputError otherwise)."""
     scheduler = SCHEDULERS.get(options.scheduler)
     configure = getattr(scheduler, "configure", None)
-    from repro.launch.schedulers.slurm_site import FLAGS
-
-    given = sorted(FLAGS.get(k, k) for k, v in options.site.items() if v not in (None, "", ()))
+    given = sorted(SITE_FLAGS.get(k, k) for k, v in options.site.items() if v not in (None, "", ()))
     if configure is None and given:
         raise InputError(f"{', '.join(given)}: site settings of a batch scheduler; --scheduler {options.scheduler} "
                          "takes none", hint="use --scheduler slurm")
