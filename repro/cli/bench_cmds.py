@@ -181,6 +181,17 @@ def _running_options(p: argparse.ArgumentParser) -> None:
                    "one they are not shown)")
     r.add_argument("--link-gbps", type=finite_number, default=None, metavar="GBIT/S",
                    help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
+    b = p.add_argument_group("batch site settings (--scheduler slurm; override the inventory's repro_slurm_* "
+                             "variables; see docs/slurm.md)")
+    b.add_argument("--partition", default=None, help="Slurm partition (repro_slurm_partition)")
+    b.add_argument("--account", default=None, help="Slurm account to charge (repro_slurm_account)")
+    b.add_argument("--time-limit", default=None, metavar="LIMIT",
+                   help="job time limit: minutes, HH:MM:SS or D-HH:MM:SS (repro_slurm_time; default: --timeout "
+                   "in whole minutes)")
+    b.add_argument("--sbatch", action="append", default=None, metavar="LINE",
+                   help="an extra #SBATCH line, given as --sbatch=--qos=high (repeatable; repro_slurm_extra)")
+    b.add_argument("--slurm-mpi", default=None, metavar="PLUGIN",
+                   help="srun --mpi plugin for the srun launcher (repro_slurm_mpi; default pmix)")
 
 
 class QuietProgress:
@@ -237,8 +248,12 @@ def options(args: argparse.Namespace):
         from repro.results.plots import check_target
 
         check_target(args.plot)  # a plot that cannot be written is refused before the sweep, not after it
+    site = {"repro_slurm_partition": args.partition, "repro_slurm_account": args.account,
+            "repro_slurm_time": args.time_limit, "repro_slurm_extra": tuple(args.sbatch or ()),
+            "repro_slurm_mpi": args.slurm_mpi}
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
-                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run)
+                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run,
+                        site={k: v for k, v in site.items() if v not in (None, ())})
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import Any
 
 from repro.errors import HostError, InputError, Interrupted
 from repro.hosts.inventory import Host, Inventory
@@ -25,6 +26,7 @@ from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
 from repro.launch.runtimes import RUNTIMES, Outcome, Runtime, RuntimeReport, create, plan_point
 from repro.launch.schedulers import SCHEDULERS
+from repro.launch.schedulers.slurm_site import FLAGS as SITE_FLAGS
 from repro.manifest import LoadedStack
 from repro.pipeline.gate import admit
 from repro.pipeline.stage import safe_call
@@ -50,6 +52,7 @@ class BenchOptions:
     timeout: float = 1800.0
     resume: bool = False
     dry_run: bool = False
+    site: dict[str, Any] = field(default_factory=dict)  # batch site settings given as flags, by inventory variable
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,18 @@ class Sweep:
     image: ImageLock | None
     image_ref: str | None  # the tag to run (or, in a dry run without a lock, the tag `repro up` would build)
     facts: dict[str, HostFacts]
+    scheduler: Any = None  # the scheduler, configured for this sweep (a batch scheduler: with the site's settings)
+
+    def launcher(self, options: BenchOptions, point: Settings) -> str:
+        """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
+        return options.launcher or getattr(self.scheduler, "launcher", None) or for_backend(point.backend)
+
+    def plan(self, point: Settings, ctx: PlanContext) -> LaunchPlan:
+        """A point's plan, as the scheduler makes it (a batch job's script), else as the runtime does (pure)."""
+        planner = getattr(self.scheduler, "plan", None)
+        placement = self.placements[point.workers]
+        return planner(point, placement, self.runtime, ctx) if planner else plan_point(point, placement,
+                                                                                      self.runtime, ctx)
 
     def context(self, loaded: LoadedStack, options: BenchOptions, point: Settings, run_id: str) -> PlanContext:
         stack = loaded.stack
@@ -118,7 +133,7 @@ class Sweep:
         python = f"python{stack.python.split('.')[0]}" if RUNTIMES.get(self.runtime).needs_image else None
         return PlanContext(run_id=run_id, stack_env=dict(stack.env), gpu=stack.gpu, image=self.image_ref,
                            ssh_port=stack.container.ssh_port, python=python, infiniband=infiniband,
-                           launcher=options.launcher or for_backend(point.backend))
+                           launcher=self.launcher(options, point))
 
 
 def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions,
@@ -128,7 +143,7 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
     runtime = choose_runtime(inventory, options.runtime)
     if options.launcher:
         LAUNCHERS.get(options.launcher)
-    SCHEDULERS.get(options.scheduler)
+    scheduler = configured(options, inventory)
     placements = {w: place(inventory, w) for w in sorted({p.workers for p in points})}
     image = ref = None
     if RUNTIMES.get(runtime).needs_image:
@@ -144,7 +159,22 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
 
             image = read_lock(store, loaded)  # ImageError naming `repro up`
     sid = sweep_id(loaded.hash, inventory_key(inventory), points, options.repeats)
-    return Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory))
+    sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler)
+    check = getattr(scheduler, "check", None)
+    for launcher in {sweep.launcher(options, p) for p in points} if check else ():
+        check(runtime, launcher, spec.backends)
+    return sweep
+
+
+def configured(options: BenchOptions, inventory: Inventory) -> Any:
+    """The scheduler named in the options, with the site's settings where it takes them (InputError otherwise)."""
+    scheduler = SCHEDULERS.get(options.scheduler)
+    configure = getattr(scheduler, "configure", None)
+    given = sorted(SITE_FLAGS.get(k, k) for k, v in options.site.items() if v not in (None, "", ()))
+    if configure is None and given:
+        raise InputError(f"{', '.join(given)}: site settings of a batch scheduler; --scheduler {options.scheduler} "
+                         "takes none", hint="use --scheduler slurm")
+    return configure(inventory, options.site, options.timeout) if configure else scheduler
 
 
 def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spec: SweepSpec, options: BenchOptions,
@@ -165,20 +195,26 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
         raise InputError("interleaved stacks must sweep the same points (workload and worker counts, in order)",
                          hint="give every stack the same --workload/--model/--batch-size/... flags explicitly")
     if options.dry_run:
-        plans = [plan_point(sw.points[i], sw.placements[sw.points[i].workers], sw.runtime,
-                            sw.context(one, options, sw.points[i], "dry-run"))
+        plans = [sw.plan(sw.points[i], sw.context(one, options, sw.points[i], "dry-run"))
                  for i in range(len(sweeps[0].points)) for one, sw in zip(stacks, sweeps, strict=True)]
         return BenchResult(sweeps[0].id, plans=plans)
     runs = []
     for one, sw in zip(stacks, sweeps, strict=True):
         runtime = create(sw.runtime, one.stack, sw.image)
         hosts = [pl.host for pl in sw.placements[max(sw.placements)]]
-        if not runs:  # the same hosts for every stack: checked once
-            check_hosts(hosts)
-        removed = runtime.cleanup_stale(hosts)
-        if removed:
-            progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
-        report = runtime.prepare(hosts, backend=spec.backends[0] if spec.backends else "mpi")
+        backend = spec.backends[0] if spec.backends else "mpi"
+        prepare = getattr(sw.scheduler, "prepare", None)
+        if prepare is not None:  # a batch scheduler reaches the nodes its own way (srun), and gathers their facts
+            report = prepare(runtime, hosts, backend=backend, store=store, inventory=inventory,
+                             launcher=sw.launcher(options, sw.points[0]), progress=progress.message)
+            sw = replace(sw, facts=store.facts(inventory))
+        else:
+            if not runs:  # the same hosts for every stack: checked once
+                check_hosts(hosts)
+            removed = runtime.cleanup_stale(hosts)
+            if removed:
+                progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
+            report = runtime.prepare(hosts, backend=backend)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
     return _run_sweeps(runs, options, progress)
 
@@ -224,8 +260,10 @@ class _Run:
         self.records.append(rec)
 
     def diagnose(self, plan: LaunchPlan, outcome: Outcome) -> str:
-        """Why the point failed: probe every host of it first, so that a lost host is named whoever noticed."""
-        unreachable = preflight([p.host for p in plan.placement], timeout=PROBE_AFTER_FAILURE_S)
+        """Why the point failed: probe every host of it first, so that a lost host is named whoever noticed
+        (not under a batch scheduler: its nodes need not answer SSH, and Slurm said which node died)."""
+        unreachable = {} if outcome.job is not None else preflight([p.host for p in plan.placement],
+                                                                   timeout=PROBE_AFTER_FAILURE_S)
         return diagnose.explain(placement=plan.placement, stdout=outcome.stdout, stderr=outcome.stderr,
                                 returncode=outcome.returncode, failure=outcome.failure, unreachable=unreachable,
                                 launcher=plan.launcher_name)
@@ -238,7 +276,7 @@ class _Run:
                               self.sweep.runtime,
                               self.sweep.facts)
         run_id = new_id().split("-")[-1]
-        planned = safe_call("planning", partial(plan_point, point, placement, self.sweep.runtime,
+        planned = safe_call("planning", partial(self.sweep.plan, point,
                                                 self.sweep.context(self.loaded, self.options, point, run_id)))
         if planned.value is None:
             rec = collect.failed(point, placement, ctx, planned.failure or "planning failed")
@@ -248,14 +286,16 @@ class _Run:
         plan = planned.value
         self.progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in placement))
         try:
-            outcome = SCHEDULERS.get(self.options.scheduler).execute(
+            outcome = self.sweep.scheduler.execute(
                 plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
-        except KeyboardInterrupt:
-            self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan))
+        except KeyboardInterrupt as exc:  # a batch scheduler cancelled the job first (its record rides along)
+            self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, slurm=getattr(exc, "job", None)))
             kept = sum(1 for r in self.records if r.status == "ok")
             self.progress.finished(n, total, label, f"interrupted; {kept} point(s) kept in {self.store.root}; "
                                    "`repro bench ... --resume` completes the sweep")
             raise Interrupted("benchmark interrupted; results gathered so far are stored") from None
+        if outcome.placement is not None:  # the batch system chose the nodes: the record names those
+            plan = replace(plan, placement=outcome.placement)
         rec = collect.record(point, plan, ctx, outcome, diagnose=partial(self.diagnose, plan))
         self.keep(rec)
         self.pending += [h for h in outcome.cleanup_pending if h not in self.pending]

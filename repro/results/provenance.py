@@ -4,6 +4,8 @@
   module output by repro.hosts.facts.normalise).
 - `ImageLock`: what `repro up` verified inside a stack's image (format repro.lock/1), kept in the store
   under locks/ and in every record of a run in that image.
+- `SlurmJob`: the Slurm job that ran a point under `repro bench --scheduler slurm` (id, partition, nodes,
+  Slurm version, srun's MPI plugins, the job script as submitted, secrets redacted, and its end state).
 
 Records are read back as these models, never as raw dicts (record schema 2; see repro.results.record).
 """
@@ -252,3 +254,32 @@ class ImageLock(_Open):
                 if len(parts) >= 2:
                     lines.append(f"{name} {parts[0]} {parts[1]}")
         return "\n".join(lines) + ("\n" if lines else "")
+
+
+# ------------------------------------------------------------------ the batch job
+
+
+class SlurmJob(_Model):
+    """The Slurm job that ran one point (`repro bench --scheduler slurm`), as Slurm reported it."""
+
+    job_id: str
+    job_name: str | None = None
+    cluster: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    nodes: list[str] = Field(default_factory=list)  # the allocated nodes, expanded (h1, h2)
+    node_list: str | None = None  # as Slurm writes it (h[1-2])
+    state: str | None = None  # COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ...
+    reason: str | None = None  # NonZeroExitCode, TimeLimit, NodeDown, ...
+    exit_code: str | None = None  # Slurm's CODE:SIGNAL
+    time_limit: str | None = None
+    submit_time: str | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    submit_host: str | None = None  # the host sbatch ran on
+    submit_command: list[str] = Field(default_factory=list)
+    slurm_version: str | None = None
+    mpi_plugins: list[str] = Field(default_factory=list)  # `srun --mpi=list`
+    pmi: str | None = None  # the plugin the ranks were wired up with (srun --mpi=...), for the srun launcher
+    script: str = ""  # the job script as submitted (secrets redacted)
+    failed_nodes: list[str] = Field(default_factory=list)  # nodes Slurm found dead under the job

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from repro.errors import ResultsError
 from repro.manifest.software import Software, from_host_probe
-from repro.results.provenance import FACTS_FORMAT, LOCK_FORMAT, HostFacts, ImageLock
+from repro.results.provenance import FACTS_FORMAT, LOCK_FORMAT, HostFacts, ImageLock, SlurmJob
 
 SCHEMA_VERSION = 2  # 1: lock and facts as plain JSON (read and migrated by parse_record)
 
@@ -140,6 +140,7 @@ class RunRecord(_Frozen):
     ranks: list[RankResult] = Field(default_factory=list)
     facts: dict[str, HostFacts] = Field(default_factory=dict)  # per host, as `repro prepare` gathered them
     hardware: Hardware | None = None
+    slurm: SlurmJob | None = None  # the Slurm job that ran the point (--scheduler slurm); optional in schema 2
     command: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     resolved: dict[str, Any] = Field(default_factory=dict)  # every setting as the workload reported it ran

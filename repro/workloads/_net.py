@@ -1,7 +1,9 @@
-"""Where a worker runs: its IPv4 addresses (hosts on one machine share a hostname) and its Gloo slot.
+"""Where a worker runs: its IPv4 addresses (hosts on one machine share a hostname), its rank as the
+launcher that started it says, and its Gloo slot.
 
-Pure helpers, no TensorFlow or Horovod: parsing /proc/net/fib_trie and interface lists, and the
-rank layout Horovod's Gloo rendezvous expects when mpirun, not horovodrun, starts the processes.
+Pure helpers, no TensorFlow or Horovod: parsing /proc/net/fib_trie and interface lists, the rank and
+world size from the launcher's environment (mpirun, srun, PMIx, MPICH's hydra), and the rank layout
+Horovod's Gloo rendezvous expects when mpirun, not horovodrun, starts the processes.
 """
 
 from __future__ import annotations
@@ -100,6 +102,34 @@ def interface_of(address: str) -> str | None:
             return name
     if is_loopback(address):
         return next((name for name, ip in pairs if is_loopback(ip)), None)
+    return None
+
+
+# --------------------------------------------------------------------------- rank and size
+
+# Where each launcher puts a process's rank and the world size, most specific first: Open MPI's mpirun (also
+# inside a Slurm allocation, where its daemons are Slurm tasks whose SLURM_PROCID is not the rank), then a
+# PMIx launch (srun --mpi=pmix: PMIX_RANK, the size from Slurm), Slurm itself (srun without MPI), and
+# MPICH/Intel MPI's hydra.
+RANK_SOURCES = (
+    ("mpirun", "OMPI_COMM_WORLD_RANK", ("OMPI_COMM_WORLD_SIZE",)),
+    ("pmix", "PMIX_RANK", ("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "PMIX_SIZE")),
+    ("srun", "SLURM_PROCID", ("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")),
+    ("hydra", "PMI_RANK", ("PMI_SIZE",)),
+)
+
+
+def launcher_rank(environ: dict[str, str] | None = None) -> tuple[int, int | None, str] | None:
+    """(rank, world size or None, launcher) as the launcher that started this process set them, or None."""
+    env = os.environ if environ is None else environ
+    for launcher, rank_name, size_names in RANK_SOURCES:
+        rank = env.get(rank_name, "").strip()
+        if not rank.isdigit():
+            continue
+        size = next((int(env[n]) for n in size_names if env.get(n, "").strip().isdigit()), None)
+        if size is not None and int(rank) >= size:
+            raise WorkloadError(f"{rank_name}={rank} is not a rank of a world of {size} processes")
+        return int(rank), size, launcher
     return None
 
 
@@ -206,16 +236,16 @@ def prepare_gloo_environment(environ: dict[str, str] | None = None) -> bool:
     if env.get("HOROVOD_CONTROLLER", "").lower() != "gloo" or "HOROVOD_RANK" in env:
         return False
     hosts = env.get("REPRO_GLOO_HOSTS")
-    if not hosts or "OMPI_COMM_WORLD_RANK" not in env:
+    found = launcher_rank(env)
+    if not hosts or found is None:
         raise WorkloadError(
-            "HOROVOD_CONTROLLER=gloo under plain mpirun gives every rank size 1; "
+            "HOROVOD_CONTROLLER=gloo under a plain launcher (mpirun, srun) gives every rank size 1; "
             "launch with `python -m repro.workloads.gloo --hosts ADDR:SLOTS,... -- mpirun ...`"
         )
-    rank = int(env["OMPI_COMM_WORLD_RANK"])
-    size = int(env.get("OMPI_COMM_WORLD_SIZE", "0")) or None
+    rank, size, launcher = found
     expected = env.get("REPRO_GLOO_NP")
     if expected and size is not None and int(expected) != size:
-        raise WorkloadError(f"mpirun started {size} processes but the Gloo rendezvous expects {expected}")
+        raise WorkloadError(f"{launcher} started {size} processes but the Gloo rendezvous expects {expected}")
     if size is None and expected:
         size = int(expected)
     slot = gloo_slot_env(hosts, rank, size)

@@ -1,11 +1,13 @@
-"""Open MPI's mpirun across the placement's hosts, over SSH with host-key checking on."""
+"""Open MPI's mpirun: across the placement's hosts over SSH with host-key checking on, or inside a batch
+allocation, where Open MPI built with Slurm support (Debian's is) reads the allocation and starts its
+daemons through Slurm: no -H, no SSH."""
 
 from __future__ import annotations
 
 import re
 
 from repro.errors import InputError
-from repro.launch.launchers import LAUNCHERS, SshOptions
+from repro.launch.launchers import LAUNCHERS, Allocation, SshOptions
 from repro.launch.placement import Placement, host_list
 
 # Open MPI splits plm_rsh_args on blanks and passes quotes on literally, so every value must be one plain
@@ -42,12 +44,25 @@ class Mpirun:
         workers = sum(p.ranks for p in placement)
         local = all(p.host.local for p in placement)
         argv = ["mpirun", "--allow-run-as-root", "-np", str(workers), "-H", host_list(placement, local_names=local),
-                "--bind-to", "none", "--map-by", "slot",
-                # TCP for MPI's own traffic (NCCL carries GPU tensors), as Horovod's docs recommend
-                "--mca", "pml", "ob1", "--mca", "btl", "^openib",
-                "--mca", "btl_tcp_if_include", interface, "--mca", "oob_tcp_if_include", interface]
+                *_common(interface)]
         if ssh is not None and not local:
             argv += ["--mca", "plm_rsh_args", rsh_args(ssh)]
-        for name in sorted(set(env_names) | set(forwarded)):
-            argv += ["-x", name]
-        return argv + command
+        return argv + _exports(env_names, forwarded) + command
+
+    def batch_argv(self, allocation: Allocation, command: list[str], env_names: list[str], *,
+                   interface: str) -> list[str]:
+        """mpirun inside the allocation: it takes the nodes and slots from the batch system, so the ranks fill
+        the nodes in order as on the hosts (--map-by slot)."""
+        return ["mpirun", "--allow-run-as-root", "-np", str(allocation.tasks), *_common(interface),
+                *_exports(env_names, ("PATH",)), *command]
+
+
+def _common(interface: str) -> list[str]:
+    return ["--bind-to", "none", "--map-by", "slot",
+            # TCP for MPI's own traffic (NCCL carries GPU tensors), as Horovod's docs recommend
+            "--mca", "pml", "ob1", "--mca", "btl", "^openib",
+            "--mca", "btl_tcp_if_include", interface, "--mca", "oob_tcp_if_include", interface]
+
+
+def _exports(env_names: list[str], forwarded: tuple[str, ...]) -> list[str]:
+    return [a for name in sorted(set(env_names) | set(forwarded)) for a in ("-x", name)]

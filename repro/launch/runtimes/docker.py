@@ -27,7 +27,8 @@ from repro.launch.plan import (
     PlanContext,
     run_env,
 )
-from repro.launch.runtimes import RUNTIMES, Outcome, RuntimeReport
+from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
+from repro.launch.runtimes.docker_job import docker_job
 from repro.launch.runtimes.watch import Watch, supervise
 from repro.launch.workloads import WORKLOADS
 from repro.manifest.schema import Stack
@@ -87,17 +88,34 @@ class DockerRuntime:
         exec_argv = docker_argv(first, "exec", *env_args, containers[0].name, *argv)
         return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv, containers)
 
+    @classmethod
+    def job(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext,
+            nodes: tuple[Host, ...]) -> JobStep:
+        """Inside a batch job: a worker container per node, started and removed by the job (docker_job)."""
+        if ctx.image is None:
+            raise LaunchError("the docker runtime needs the stack's image (run `repro up STACK` first)")
+        first = placement[0].host
+        data = CONTAINER_DATA if point.data == "real" else point.data
+        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        return docker_job(command, run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu), ctx, nodes,
+                          dataset=first.dataset_dir, placement_nodes=len(placement))
+
+    def node_command(self, argv: list[str], host: Host) -> list[str]:
+        """argv once in the stack's image on `host`'s engine (a check under a batch scheduler)."""
+        return docker_argv(host, "run", "--rm", "--network", "none", "--entrypoint", argv[0], self.image.tag,
+                           *argv[1:])
+
     # -- helpers
     def _on(self, host: Host, argv: list[str], *, timeout: float = 120, data: bytes | None = None, check=True):
         with Remote(host) as remote:
             return remote.run(argv, timeout=timeout, input=data, check=check)
 
-    def prepare(self, hosts: list[Host], backend: str) -> RuntimeReport:
+    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None) -> RuntimeReport:
         """Check, on every host at once, that its engine answers and holds the locked image; the report carries
         the image ids found. LaunchError naming each host and what is wrong there."""
         def one(host: Host) -> tuple[str, str | None, str | None]:
             try:
-                with Remote(host) as remote:
+                with (via or Remote)(host) as remote:
                     found = remote_image_id(remote, self.image.tag)
             except HostError as exc:
                 return host.name, None, exc.message.removeprefix(f"{host.name}: ")

@@ -15,7 +15,7 @@ from repro.hosts.remote import Remote
 from repro.launch.launchers import LAUNCHERS, SshOptions
 from repro.launch.placement import Placement
 from repro.launch.plan import FORWARDED_HOST, LaunchPlan, PlanContext, run_env
-from repro.launch.runtimes import RUNTIMES, Outcome, RuntimeReport
+from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
 from repro.launch.runtimes.watch import Watch, supervise
 from repro.launch.workloads import WORKLOADS
 from repro.manifest.schema import Stack
@@ -49,9 +49,9 @@ print(json.dumps(out))
 """
 
 
-def probe_host(host: Host) -> Software:
-    """The software installed on `host` (its repro_python), as found by HOST_PROBE."""
-    with Remote(host) as remote:
+def probe_host(host: Host, via: Via | None = None) -> Software:
+    """The software installed on `host` (its repro_python), as found by HOST_PROBE (over SSH, or `via`)."""
+    with (via or Remote)(host) as remote:
         res = remote.run([host.python, "-c", HOST_PROBE], timeout=PROBE_TIMEOUT_S)
     try:
         return from_host_probe(json.loads(res.stdout.strip().splitlines()[-1]))
@@ -60,10 +60,10 @@ def probe_host(host: Host) -> Software:
                           f"{res.tail()}") from None
 
 
-def check_hosts(stack: Stack, hosts: list[Host], *, backend: str) -> dict[str, Software]:
+def check_hosts(stack: Stack, hosts: list[Host], *, backend: str, via: Via | None = None) -> dict[str, Software]:
     """Probe each host's software; LaunchError listing every mismatch if any host differs from the stack."""
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:  # each probe imports TF: in parallel
-        found = dict(zip([h.name for h in hosts], pool.map(probe_host, hosts), strict=True))
+        found = dict(zip([h.name for h in hosts], pool.map(lambda h: probe_host(h, via), hosts), strict=True))
     problems = [f"{name}: {p}" for name, sw in found.items() for p in mismatches(stack, sw, where="host",
                                                                                    backend=backend)]
     if problems:
@@ -99,8 +99,21 @@ class HostRuntime:
         exec_argv = ["env", *(f"{k}={v}" for k, v in sorted(env.items())), *argv]
         return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv)
 
-    def prepare(self, hosts: list[Host], backend: str) -> RuntimeReport:
-        return RuntimeReport(host_software=check_hosts(self.stack, hosts, backend=backend))
+    @classmethod
+    def job(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext,
+            nodes: tuple[Host, ...]) -> JobStep:
+        """Each rank runs the workload with the hosts' own python (the inventory's repro_python)."""
+        first = placement[0].host
+        data = (first.dataset_dir or "") if point.data == "real" else point.data
+        command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
+        return JobStep(command, run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu))
+
+    def node_command(self, argv: list[str], host: Host) -> list[str]:
+        """argv as the hosts' own software runs it (a check under a batch scheduler)."""
+        return list(argv)
+
+    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None) -> RuntimeReport:
+        return RuntimeReport(host_software=check_hosts(self.stack, hosts, backend=backend, via=via))
 
     def cleanup_stale(self, hosts: list[Host]) -> list[str]:
         return []

@@ -1,0 +1,140 @@
+"""The `charliecloud` runtime: every rank runs in the stack's image with Charliecloud's unprivileged `ch-run`,
+inside a batch job (what HPC sites without Docker on their nodes offer).
+
+The image is the one `repro up` built and locked, converted once from the local engine to a directory image
+(`ch-convert -i docker TAG DIR`) in a directory every node sees (the inventory's repro_charliecloud_images, a
+shared filesystem; default ~/.cache/repro/charliecloud of the machine repro runs on), keyed by the image id.
+Under `srun --mpi=pmix` each rank gets a private /tmp (`ch-run -t`) with the PMIx server's directories of its
+node (PMIX_SERVER_TMPDIR in SlurmdSpoolDir, and TmpFS) bound in at their own paths, so Open MPI in the image
+wires up with the node's slurmstepd; `--set-env` gives it the image's environment (PATH, PYTHONPATH).
+Under `mpirun` the host's mpirun starts its daemons through Slurm and they start ch-run (the "hybrid" model:
+the image's Open MPI must match the host's), /tmp shared for their session directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+from repro.errors import BackendUnavailable, LaunchError
+from repro.hosts.inventory import Host
+from repro.launch.placement import Placement
+from repro.launch.plan import CONTAINER_DATA, LaunchPlan, PlanContext, run_env
+from repro.launch.runtimes import NODE_PATH_FUNCTION, RUNTIMES, JobStep, Outcome, RuntimeReport, Via, rank_wrapper
+from repro.launch.workloads import WORKLOADS
+from repro.manifest.schema import Stack
+from repro.results.provenance import ImageLock
+from repro.results.record import Settings
+
+CONVERT_TIMEOUT_S = 1800
+ID_FILE = ".repro-image-id"  # in the image directory: the Docker image id it was converted from
+
+
+def images_dir(host: Host) -> str:
+    """Where converted images live: the inventory's repro_charliecloud_images, else this machine's cache."""
+    return str(host.vars.get("repro_charliecloud_images") or Path.home() / ".cache" / "repro" / "charliecloud")
+
+
+def image_dir(host: Host, tag: str) -> str:
+    """The directory image of a tag (repro/stack:abc -> .../repro-stack-abc)."""
+    return f"{images_dir(host).rstrip('/')}/{tag.replace('/', '-').replace(':', '-')}"
+
+
+def wrapper(image: str, dataset: str | None) -> str:
+    """repro_in_charliecloud: one rank in the image, with the node's PMIx directories under srun."""
+    return rank_wrapper(
+        "repro_in_charliecloud", "One rank in the Charliecloud image; under srun --mpi=pmix a private /tmp with this "
+        "node's PMIx server directories bound in at their own paths (Open MPI in the image talks to slurmstepd "
+        "through them).", '--private-tmp --bind="$PMIX_SERVER_TMPDIR" --bind="$(repro_node_path TmpFS)"',
+        [shlex.quote(f"--bind={dataset}:{CONTAINER_DATA}")] if dataset else [],
+        f'ch-run "${{binds[@]}}" {shlex.quote(f"--set-env={image}/ch/environment")} {shlex.quote(image)} -- "$@"')
+
+
+@RUNTIMES.register("charliecloud")
+class CharliecloudRuntime:
+    """ch-run of the stack's image, converted to a directory on a filesystem the nodes share (batch jobs)."""
+
+    name: ClassVar[str] = "charliecloud"
+    needs_image: ClassVar[bool] = True
+    batch_only: ClassVar[bool] = True
+
+    def __init__(self, stack: Stack, image: ImageLock | None) -> None:
+        if image is None:
+            raise LaunchError("the charliecloud runtime needs the stack's image", hint="run `repro up STACK` first")
+        self.stack = stack
+        self.image = image
+
+    @classmethod
+    def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
+        raise LaunchError("the charliecloud runtime runs inside batch jobs only", hint="use --scheduler slurm")
+
+    @classmethod
+    def job(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext,
+            nodes: tuple[Host, ...]) -> JobStep:
+        if ctx.image is None:
+            raise LaunchError("the charliecloud runtime needs the stack's image (run `repro up STACK` first)")
+        first = placement[0].host
+        image = image_dir(first, ctx.image)
+        data = CONTAINER_DATA if point.data == "real" else point.data
+        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        return JobStep(["bash", "-c", 'repro_in_charliecloud "$@"', "repro_in_charliecloud", *command],
+                       run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu),
+                       functions=(NODE_PATH_FUNCTION, wrapper(image, first.dataset_dir)),
+                       notes=(f"image: {image}, converted by repro from {ctx.image} "
+                              f"(ch-convert -i docker {ctx.image} {image})",))
+
+    def node_command(self, argv: list[str], host: Host) -> list[str]:
+        image = image_dir(host, self.image.tag)
+        return ["ch-run", f"--set-env={image}/ch/environment", image, "--", *argv]
+
+    def convert(self, host: Host) -> str:
+        """The image as a directory (converted from the local engine once per image id); its path."""
+        target = Path(image_dir(host, self.image.tag))
+        marker = target / ID_FILE
+        if marker.exists() and marker.read_text().strip() == self.image.image_id:
+            return str(target)
+        if shutil.which("ch-convert") is None:
+            raise BackendUnavailable("ch-convert (Charliecloud) is not installed here",
+                                     hint="apt-get install charliecloud-builders charliecloud-runtime")
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "USER": os.environ.get("USER") or "root"}
+        proc = subprocess.run(["ch-convert", "-i", "docker", self.image.tag, str(partial)], env=env,
+                              capture_output=True, text=True, timeout=CONVERT_TIMEOUT_S, check=False)
+        if proc.returncode != 0:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise LaunchError(f"ch-convert of {self.image.tag} failed: {(proc.stderr or proc.stdout)[-500:]}")
+        (partial / ID_FILE).write_text(self.image.image_id + "\n")
+        shutil.rmtree(target, ignore_errors=True)
+        partial.rename(target)
+        return str(target)
+
+    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None) -> RuntimeReport:
+        """Convert the image (once per image id: minutes for a TensorFlow image), then check on every node that
+        ch-run starts it."""
+        image = self.convert(hosts[0])
+        problems = []
+        for host in hosts:
+            if via is None:
+                continue
+            with via(host) as node:
+                res = node.run(self.node_command(["cat", f"/{ID_FILE}"], host), timeout=120)
+            if not res.ok or res.stdout.strip() != self.image.image_id:
+                problems.append(f"{host.name}: ch-run cannot start {image} there: {res.tail(3) or 'wrong image'}")
+        if problems:
+            raise LaunchError("the Charliecloud image cannot run on every node; nothing was submitted\n  "
+                              + "\n  ".join(problems),
+                              hint="repro_charliecloud_images must be on a filesystem every node sees")
+        return RuntimeReport(image=self.image)
+
+    def cleanup_stale(self, hosts: list[Host]) -> list[str]:
+        return []
+
+    def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome:
+        raise LaunchError("the charliecloud runtime runs inside batch jobs only", hint="use --scheduler slurm")

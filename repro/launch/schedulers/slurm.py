@@ -1,0 +1,166 @@
+"""The `slurm` scheduler: every point of a sweep (every repeat of it) is one Slurm job.
+
+A point per job, not the sweep per job, because repro's failure semantics are per point: a point that fails,
+times out or loses a node is stored as failed with its reason and the sweep goes on; `--resume` reruns exactly
+the missing points; each point gets the node count it needs (a 1-worker point does not hold 8 nodes while it
+runs) and its own time limit, and its record names its own job, nodes and end state. The price is one queue
+wait per point, which a site's backfill scheduler keeps short for small jobs.
+
+    configure (site settings: inventory + flags) -> check (runtime x launcher, before anything) ->
+    plan (pure: the runtime's JobStep + the launcher's batch_argv -> the sbatch script) ->
+    prepare (through srun on the nodes: the runtime's checks, the MPI's PMI, host facts into the store) ->
+    execute (sbatch, follow with scontrol/squeue, read the output; Ctrl-C: scancel)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from repro.errors import InputError, LaunchError
+from repro.hosts.inventory import Host, Inventory
+from repro.hosts.remote import preflight
+from repro.launch.launchers import LAUNCHERS, allocation
+from repro.launch.placement import Placement
+from repro.launch.plan import PlanContext
+from repro.launch.runtimes import RUNTIMES, Outcome, Runtime, RuntimeReport
+from repro.launch.schedulers import SCHEDULERS
+from repro.launch.schedulers import sbatch as render
+from repro.launch.schedulers.slurm_client import SlurmClient
+from repro.launch.schedulers.slurm_job import run_job
+from repro.launch.schedulers.slurm_nodes import (
+    SrunNode,
+    components,
+    gather_facts,
+    pmi_problem,
+    slurm_mpirun_problem,
+    via,
+)
+from repro.launch.schedulers.slurm_site import SlurmSite, minutes, site_from
+from repro.results.record import Settings
+from repro.results.redact import is_secret_name
+from repro.results.store import Store
+
+
+@SCHEDULERS.register("slurm", instance=True)
+class Slurm:
+    """Points as Slurm batch jobs (see the module docstring)."""
+
+    name = "slurm"
+    launcher = "srun"  # the default launcher under Slurm: what sites use
+
+    def __init__(self, site: SlurmSite | None = None, nodes: tuple[Host, ...] = (), timeout: float = 1800.0) -> None:
+        self.site = site
+        self.nodes = nodes
+        self.timeout = timeout
+        self.version: str | None = None
+        self.plugins: list[str] = []
+
+    def configure(self, inventory: Inventory, flags: Mapping[str, Any], timeout: float) -> Slurm:
+        """This scheduler for one sweep: the site's settings from the inventory and the flags, checked."""
+        return Slurm(site_from(inventory.hosts, flags), inventory.hosts, timeout)
+
+    def check(self, runtime: str, launcher: str, backends: tuple[str, ...] = ("mpi",)) -> None:
+        """Refuse, before anything, a runtime, launcher or Horovod controller that cannot run inside a Slurm job."""
+        if "gloo" in backends:
+            raise InputError("Horovod's Gloo controller is not supported under --scheduler slurm: its rendezvous "
+                             "needs a host list fixed before the job starts, and Slurm chooses the nodes",
+                             hint="use --backends mpi (srun --mpi=pmix or mpirun wire the ranks up)")
+        cls = RUNTIMES.get(runtime)
+        if not hasattr(cls, "job"):
+            raise InputError(f"the {runtime} runtime cannot run inside a batch job (it has no job form)")
+        if not hasattr(LAUNCHERS.get(launcher), "batch_argv"):
+            raise InputError(f"the {launcher} launcher cannot start ranks inside a Slurm allocation",
+                             hint="use --launcher srun or mpirun")
+        allowed = getattr(cls, "batch_launchers", None)
+        if allowed is not None and launcher not in allowed:
+            raise InputError(f"the {runtime} runtime runs its ranks with {' or '.join(allowed)} inside a Slurm job, "
+                             f"not {launcher}", hint=f"use --launcher {allowed[0]}")
+        if launcher == "srun" and self.site is not None:
+            problem = pmi_problem(self.site.pmi, [], None)
+            if problem:
+                raise InputError(problem, hint="use --slurm-mpi pmix")
+
+    def plan(self, point: Settings, placement: tuple[Placement, ...], runtime: str,
+             ctx: PlanContext) -> render.BatchPlan:
+        """The point's job (pure): the script, where it goes and how it is submitted."""
+        if self.site is None:
+            raise LaunchError("the slurm scheduler was not configured with the site's settings")
+        step = RUNTIMES.get(runtime).job(point, placement, ctx, self.nodes)
+        shape = allocation(placement, self.site.pmi)
+        first = placement[0].host
+        batch = getattr(LAUNCHERS.get(ctx.launcher), "batch_argv")  # noqa: B009 - checked in check()
+        launch = render.launch_argv(batch(shape, step.command, list(step.env), interface=first.interface), step)
+        job_name = f"repro-{ctx.run_id}"
+        script = render.render(point, step, launch, runtime=runtime, launcher=ctx.launcher, site=self.site,
+                               allocation=shape, job_name=job_name,
+                               time_limit=self.site.time_limit or minutes(self.timeout))
+        path = f"{self.site.workdir}/{job_name}.sbatch"
+        client = SlurmClient(self.site)
+        submit = client.argv(["sbatch", "--parsable", path])
+        secrets = {k: v for k, v in step.env.items() if is_secret_name(k)}
+        return render.BatchPlan(point, placement, runtime, ctx.launcher, step.env, launch, submit, script=script,
+                                script_path=path, submit_argv=submit, submit_env=secrets, job_name=job_name,
+                                site=self.site, allocation=shape)
+
+    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, store: Store, inventory: Inventory,
+                launcher: str, progress: Callable[[str], None]) -> RuntimeReport:
+        """Before the first job: the submit host answers, Slurm's version and MPI plugins, the runtime's checks and
+        the MPI's wire-up through srun on the nodes, and every node's facts into the store (as `repro prepare`)."""
+        site = self.site
+        assert site is not None
+        if site.submit_host is not None:
+            problems = preflight([site.submit_host])
+            if problems:
+                raise LaunchError(f"cannot reach the Slurm submit host {site.submit_host.name}: "
+                                  f"{problems[site.submit_host.name]}")
+        with SlurmClient(site) as client:
+            self.version = client.version()
+            if self.version is None:
+                raise LaunchError(f"Slurm does not answer on {client.host.name} (sinfo --version failed)",
+                                  hint="check repro_slurm_submit_host and repro_slurm_conf")
+            self.plugins = client.mpi_plugins()
+            if site.partition:
+                client.must(["scontrol", "show", "partition", site.partition.split(",")[0]],
+                            what=f"partition {site.partition}")
+        progress(f"checking the {runtime.name} runtime for {', '.join(h.name for h in hosts)} (through srun)")
+        report = runtime.prepare(hosts, backend, via=via(site))
+        self._check_mpi(runtime, hosts[0], launcher)
+        facts, missing = gather_facts(site, hosts)
+        for name, found in facts.items():
+            store.put_facts(inventory, name, found)
+        if missing:
+            progress("no host facts from " + "; ".join(f"{k}: {v}" for k, v in missing.items()))
+        progress(f"Slurm {self.version} on {site.submit_name}, launcher {launcher}"
+                 + (f" (srun --mpi={site.pmi})" if launcher == "srun" else "")
+                 + f"; host facts of {', '.join(facts) or 'no node'} gathered through srun")
+        return report
+
+    def _check_mpi(self, runtime: Runtime, host: Host, launcher: str) -> None:
+        """Refuse, before submitting, a launcher that cannot wire this MPI up (probed on a node with ompi_info)."""
+        site = self.site
+        assert site is not None
+        if launcher == "srun":
+            wrap = getattr(runtime, "node_command", None)
+            argv = wrap(["ompi_info", "--parsable"], host) if wrap else ["ompi_info", "--parsable"]
+            found = None
+            if argv is not None:
+                with SrunNode(site, host) as node:
+                    res = node.run(argv)
+                found = components(res.stdout, "pmix") if res.ok else None
+            problem = pmi_problem(site.pmi, self.plugins, found)
+        elif launcher == "mpirun":
+            with SrunNode(site, host) as node:
+                res = node.run(["ompi_info", "--parsable"])
+            problem = slurm_mpirun_problem(components(res.stdout, "plm") if res.ok else None)
+        else:
+            problem = None
+        if problem:
+            raise LaunchError(f"refusing to submit: {problem}")
+
+    def execute(self, plan: Any, runtime: Runtime, timeout: float,
+                progress: Callable[[str], None] | None = None) -> Outcome:
+        if not isinstance(plan, render.BatchPlan):
+            raise LaunchError("the slurm scheduler runs plans it made itself (Slurm.plan)")
+        return run_job(plan, {h.name: h for h in self.nodes}, self.version, self.plugins, progress)
+

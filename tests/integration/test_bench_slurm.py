@@ -1,0 +1,250 @@
+"""`repro bench --scheduler slurm` on the Slurm test cluster (h1 submits; slurmctld, a slurmd per host): each
+point one job, with srun --mpi=pmix and the host runtime, with Docker workers and with Charliecloud, and with
+mpirun inside the allocation; records name both nodes and the jobs; `repro compare` lines a Slurm run up with
+a direct SSH run; Ctrl-C, the time limit and a killed slurmd give the right record and leave no job, process or
+container behind, and `--resume` completes. Run with: pytest -m slurm tests/integration/test_bench_slurm.py
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from repro.results.store import Store
+from tests.cluster.fixtures import Cluster
+from tests.cluster.slurm_jobs import job_processes, queue, wait_nodes_idle
+from tests.integration.cli import ROOT, run_repro
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slurm, pytest.mark.docker, pytest.mark.tf]
+
+STACK = "stacks/cpu-tf215.yaml"
+STEPS = ("--warmup-steps", "1", "--steps", "3", "--batch-size", "8")
+SMALL = (*STEPS, "--repeats", "1")
+LONG = ("--warmup-steps", "1", "--steps", "5000", "--batch-size", "8", "--repeats", "1")
+
+
+@pytest.fixture(scope="module")
+def store(slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CPU stack's image built, verified, locked and shipped to h1's and h2's engines."""
+    root = tmp_path_factory.mktemp("slurm-store")
+    run_repro("up", STACK, "--hosts", str(slurm_cluster.inventory), "--store", str(root), "--quiet", timeout=3600)
+    return root
+
+
+@pytest.fixture(scope="module")
+def inventory(slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cluster's inventory with the hosts' python pointed at repro's own environment (the `host` runtime;
+    the test hosts share the filesystem) and the jobs' files in a directory of this module."""
+    data = yaml.safe_load(slurm_cluster.inventory.read_text())
+    workers = data["all"]["children"]["workers"]
+    for host in workers["hosts"].values():
+        host["repro_python"] = sys.executable
+    workers["vars"]["repro_slurm_workdir"] = str(tmp_path_factory.mktemp("slurm-jobs"))
+    path = tmp_path_factory.mktemp("slurm-inventory") / "inventory.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def bench(inventory: Path, store: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return run_repro("bench", "--stack", STACK, "--hosts", str(inventory), "--scheduler", "slurm",
+                     "--store", str(store), *args, timeout=1800, check=check)
+
+
+def new_records(store: Path, before: set[str]):
+    return sorted((r for r in Store(store).records() if r.id not in before), key=lambda r: r.settings.workers)
+
+
+def containers(cluster: Cluster) -> list[str]:
+    found = []
+    for host in cluster.hosts:
+        out = subprocess.run(["docker", "-H", host.docker_host, "ps", "-a", "--format", "{{.Names}}"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        found += [f"{host.name}:{name}" for name in out.split()]
+    return found
+
+
+def lifelines(cluster: Cluster) -> list[str]:
+    """The docker workers' FIFOs left in the nodes' TmpFS."""
+    return sorted(str(p) for p in cluster.state_dir.glob("h*/tmp/repro-*.lifeline"))
+
+
+def assert_nothing_left(cluster: Cluster, job_ids: list[str], *, lifeline: bool = True) -> None:
+    """No job queued, no process of the jobs on any host, no container on any engine (nor a worker's FIFO)."""
+    assert queue(cluster) == []
+    deadline = time.monotonic() + 30
+    while any(job_processes(int(j)) for j in job_ids) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert [p for j in job_ids for p in job_processes(int(j))] == []
+    assert containers(cluster) == []
+    if lifeline:
+        assert lifelines(cluster) == []
+
+
+def assert_sweep_on_both_nodes(records, runtime: str, launcher: str = "srun") -> None:
+    one, two = records
+    assert [one.status, two.status] == ["ok", "ok"], (one.failure, two.failure)
+    assert (one.runtime, two.runtime) == (runtime, runtime)
+    assert one.slurm.nodes == [r.host for r in one.ranks] == ["h1"]
+    assert two.slurm.nodes == sorted(r.host for r in two.ranks) == ["h1", "h2"]
+    assert [h.name for h in two.hosts] == ["h1", "h2"] and two.settings.hosts == 2
+    assert one.slurm.job_id != two.slurm.job_id and two.slurm.state == "COMPLETED"
+    assert two.slurm.partition == "debug" and two.slurm.slurm_version == "22.05.8" and "pmix" in two.slurm.mpi_plugins
+    assert two.command[0] == launcher and "#SBATCH --nodes=2" in two.slurm.script
+    assert set(two.facts) == {"h1", "h2"} and two.facts["h2"].hostname == "h2"  # gathered through srun
+
+
+def test_host_runtime_sweep_under_srun_pmix_runs_one_job_per_point_on_both_nodes(slurm_cluster, store, inventory):
+    before = {r.id for r in Store(store).records()}
+    proc = bench(inventory, store, "--runtime", "host", "--workers", "1,2", *SMALL)
+    records = new_records(store, before)
+    assert_sweep_on_both_nodes(records, "host")
+    assert records[1].command[:2] == ["srun", "--mpi=pmix"] and records[1].slurm.pmi == "pmix"
+    assert "Slurm job" in proc.stderr and "host facts of h1, h2 gathered through srun" in proc.stderr
+    assert set(records[1].host_software) == {"h1", "h2"}  # the software probe ran on the nodes through srun
+    assert_nothing_left(slurm_cluster, [r.slurm.job_id for r in records])
+
+
+def test_docker_workers_are_started_and_removed_inside_the_jobs(slurm_cluster, store, inventory):
+    before = {r.id for r in Store(store).records()}
+    bench(inventory, store, "--runtime", "docker", "--workers", "1,2", *SMALL)
+    records = new_records(store, before)
+    assert_sweep_on_both_nodes(records, "docker")
+    assert records[1].image.image.id.startswith("sha256:") and "repro_docker_worker" in records[1].slurm.script
+    assert_nothing_left(slurm_cluster, [r.slurm.job_id for r in records])
+
+
+def test_charliecloud_ranks_run_in_the_converted_image_under_srun_pmix(slurm_cluster, store, inventory):
+    before = {r.id for r in Store(store).records()}
+    bench(inventory, store, "--runtime", "charliecloud", "--workers", "1,2", *SMALL, check=True)
+    records = new_records(store, before)
+    assert_sweep_on_both_nodes(records, "charliecloud")
+    assert "ch-run" in records[1].slurm.script and records[1].software["tensorflow"] == "2.15.1"
+    assert_nothing_left(slurm_cluster, [r.slurm.job_id for r in records])
+
+
+@pytest.mark.parametrize("runtime", ["host", "docker"])
+def test_mpirun_inside_the_allocation_starts_its_daemons_through_slurm(slurm_cluster, store, inventory, runtime):
+    before = {r.id for r in Store(store).records()}
+    bench(inventory, store, "--runtime", runtime, "--launcher", "mpirun", "--workers", "2", *SMALL)
+    (rec,) = new_records(store, before)
+    assert rec.status == "ok", rec.failure
+    assert rec.command[0] == "mpirun" and "-H" not in rec.command and "plm_rsh_args" not in rec.command
+    assert sorted(r.host for r in rec.ranks) == rec.slurm.nodes == ["h1", "h2"]
+    assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
+
+
+def test_compare_lines_the_slurm_run_up_with_a_direct_ssh_run(slurm_cluster, store, inventory, tmp_path):
+    direct, batch = tmp_path / "direct", tmp_path / "slurm"
+    for root in (direct, batch):
+        root.mkdir()
+        (root / "locks").symlink_to(store / "locks")
+    run_repro("bench", "--stack", STACK, "--hosts", str(slurm_cluster.inventory), "--workers", "1,2", *STEPS,
+              "--repeats", "2", "--store", str(direct), timeout=1800)
+    bench(inventory, batch, "--runtime", "docker", "--workers", "1,2", *STEPS, "--repeats", "2")
+    # the same stack, points and hosts: aligned without --allow-different-hardware (exit 0)
+    rows = run_repro("compare", str(direct), str(batch), "--format", "json").stdout
+    aligned = json.loads(rows)
+    assert "resnet20" in rows and rows.count('"workers"') >= 2, rows
+    table = run_repro("compare", str(direct), str(batch)).stdout
+    assert "NEW/OLD" in table and "runs on different hardware" not in table, table
+    assert aligned
+    assert all(r.slurm is None for r in Store(direct).records())
+    assert all(r.slurm is not None for r in Store(batch).records())
+
+
+def run_until(inventory: Path, store: Path, args: list[str], started: str, log: Path, timeout: float = 600):
+    """Start `repro bench` and return it once its stderr (written to `log`) shows `started`."""
+    handle = log.open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "repro", "bench", "--stack", STACK, "--hosts", str(inventory),
+                             "--scheduler", "slurm", "--store", str(store), *args], cwd=ROOT, text=True,
+                            stdout=subprocess.DEVNULL, stderr=handle)
+    deadline = time.monotonic() + timeout
+    while started not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, f"never saw {started!r}:\n{log.read_text()}"
+        time.sleep(0.5)
+    return proc, log
+
+
+def test_ctrl_c_cancels_the_job_and_records_the_point_as_interrupted(slurm_cluster, store, inventory, tmp_path):
+    before = {r.id for r in Store(store).records()}
+    proc, log = run_until(inventory, store, ["--runtime", "docker", "--workers", "2", *LONG], "running (h[1-2])",
+                          tmp_path / "bench.log")
+    time.sleep(15)  # the ranks are in their containers, stepping
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=180) == 130, log.read_text()
+    (rec,) = new_records(store, before)
+    assert rec.status == "failed" and rec.failure.startswith("interrupted"), rec.failure
+    assert rec.slurm.state == "CANCELLED" and rec.slurm.nodes == ["h1", "h2"]
+    assert "--resume" in log.read_text()
+    assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
+
+
+@pytest.mark.slow
+def test_the_time_limit_gives_a_timed_out_record(slurm_cluster, store, inventory):
+    before = {r.id for r in Store(store).records()}
+    proc = bench(inventory, store, "--runtime", "docker", "--workers", "2", *LONG, "--time-limit", "1", check=False)
+    assert proc.returncode == 1, proc.stderr
+    (rec,) = new_records(store, before)
+    assert rec.status == "failed" and rec.failure.startswith("timed out"), rec.failure
+    assert (rec.slurm.state, rec.slurm.reason, rec.slurm.time_limit) == ("TIMEOUT", "TimeLimit", "00:01:00")
+    assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
+
+
+@pytest.mark.slow
+def test_a_killed_slurmd_fails_the_point_naming_the_node_and_resume_completes(slurm_cluster, store, inventory,
+                                                                             tmp_path):
+    before = {r.id for r in Store(store).records()}
+    args = ["--runtime", "docker", "--workers", "1,2", "--warmup-steps", "1", "--steps", "400", "--batch-size", "8",
+            "--repeats", "1"]
+    proc, log = run_until(inventory, store, args, "running (h[1-2])", tmp_path / "bench.log", timeout=900)
+    try:
+        time.sleep(15)
+        slurm_cluster.slurmd_kill("h2")
+        assert proc.wait(timeout=300) == 1, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        slurm_cluster.slurmd_start("h2")
+    one, two = new_records(store, before)
+    assert one.status == "ok" and two.status == "failed", (one.failure, two.failure)
+    assert two.failure == "node h2 failed under the job (Slurm NODE_FAIL, NodeDown)"
+    assert two.slurm.state == "NODE_FAIL" and two.slurm.failed_nodes == ["h2"]
+    wait_nodes_idle(slurm_cluster)
+    # the container on h2 went with its worker; its FIFO stays until the next repro job on h2
+    assert_nothing_left(slurm_cluster, [two.slurm.job_id], lifeline=False)
+
+    resumed = bench(inventory, store, *args, "--resume")
+    assert "skipped (--resume)" in resumed.stderr
+    after = new_records(store, before)
+    assert sorted((r.settings.workers, r.status) for r in after) == [(1, "ok"), (2, "failed"), (2, "ok")]
+    assert_nothing_left(slurm_cluster, [r.slurm.job_id for r in after])
+
+
+def test_pmi2_is_refused_before_anything_is_submitted(slurm_cluster, store, inventory):
+    jobs_before = slurm_cluster.slurm.jobcomp.read_text() if slurm_cluster.slurm.jobcomp.exists() else ""
+    proc = bench(inventory, store, "--runtime", "host", "--workers", "2", "--slurm-mpi", "pmi2", *SMALL, check=False)
+    assert proc.returncode == 1
+    assert "refusing to submit: the MPI was built without PMI-2" in proc.stderr, proc.stderr
+    checks = [line for line in slurm_cluster.slurm.jobcomp.read_text().removeprefix(jobs_before).splitlines()
+              if "Name=repro-check " not in line]
+    assert checks == []  # only the checks ran (srun on the nodes); no job of a point
+
+
+def test_dry_run_prints_the_job_script_and_submits_nothing(slurm_cluster, store, inventory):
+    workdir = Path(yaml.safe_load(inventory.read_text())["all"]["children"]["workers"]["vars"]["repro_slurm_workdir"])
+    before = sorted(workdir.iterdir())
+    jobs = slurm_cluster.slurm.jobcomp.read_text() if slurm_cluster.slurm.jobcomp.exists() else ""
+    proc = bench(inventory, store, "--runtime", "charliecloud", "--workers", "2", *SMALL, "--dry-run")
+    assert proc.stdout.count("#!/bin/bash") == 1 and "ch-run" in proc.stdout
+    assert f"[h1] env SLURM_CONF={slurm_cluster.slurm.conf} sbatch --parsable {workdir}/repro-dry-run.sbatch" \
+        in proc.stdout
+    assert sorted(workdir.iterdir()) == before and queue(slurm_cluster) == []
+    assert (slurm_cluster.slurm.jobcomp.read_text() if slurm_cluster.slurm.jobcomp.exists() else "") == jobs

@@ -1,0 +1,182 @@
+"""The sbatch scripts of `repro bench --scheduler slurm` (pure): one golden file per launcher x runtime, each
+shellcheck-clean; what the site settings and the point put into the script, and nothing else.
+
+After an intended change of a script, accept the new files with:
+
+    REPRO_UPDATE_GOLDEN=1 python -m pytest tests/unit/test_slurm_script.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from repro.errors import InputError
+from repro.hosts.inventory import Host, Inventory
+from repro.launch.placement import place
+from repro.launch.plan import PlanContext
+from repro.launch.points import SweepSpec, expand
+from repro.launch.schedulers.sbatch import BatchPlan
+from repro.launch.schedulers.slurm import Slurm
+from repro.manifest import load_stack
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "data" / "golden" / "slurm"
+UPDATE = os.environ.get("REPRO_UPDATE_GOLDEN") == "1"
+TAG = "repro/stack:69584d3bcf4ba9e5"
+SITE_VARS = {"repro_slurm_submit_host": "login1", "repro_slurm_partition": "debug",
+             "repro_charliecloud_images": "/shared/charliecloud", "repro_enroot_images": "/shared/enroot",
+             "repro_apptainer_images": "/shared/apptainer"}
+# every launcher x runtime that runs inside a Slurm job (pyxis is an srun plugin: no mpirun form)
+COMBINATIONS = [(r, launcher) for r in ("host", "docker", "charliecloud", "pyxis", "apptainer")
+                for launcher in ("srun", "mpirun") if (r, launcher) != ("pyxis", "mpirun")]
+
+
+def cluster(*, gpus: int = 0, slots: int = 1, docker_hosts: bool = True, dataset: str | None = None,
+            **extra) -> Inventory:
+    """A login node and two compute nodes, as an inventory of a Slurm site would name them."""
+    hosts = [Host(name="login1", address="10.0.0.10", vars=dict(SITE_VARS, **extra))]
+    for i in (1, 2):
+        hv = dict(SITE_VARS, **extra)
+        hosts.append(Host(name=f"node{i}", address=f"10.0.0.{i}", slots=slots, gpus=gpus, interface="ib0",
+                          python="/opt/site/python/bin/python3",
+                          docker_host=f"unix:///run/docker-{i}.sock" if docker_hosts else
+                          "unix:///var/run/docker.sock", dataset_dir=dataset, vars=hv))
+    # the compute nodes are the workers; the login node submits
+    return Inventory("site.yml", (hosts[1], hosts[2], hosts[0]))
+
+
+def batch_plan(runtime: str, launcher: str, *, workers: int = 2, inventory: Inventory | None = None,
+               flags: dict | None = None, stack: str = "stacks/cpu-tf215.yaml", env: dict | None = None,
+               spec: SweepSpec | None = None) -> BatchPlan:
+    inventory = inventory or cluster()
+    loaded = load_stack(ROOT / stack)
+    point = next(p for p in expand(spec or SweepSpec(workers=(workers,), steps=10, warmup_steps=2), loaded.stack)
+             if p.workers == workers)
+    slurm = Slurm().configure(inventory, flags or {}, 1800.0)
+    slurm.check(runtime, launcher)
+    ctx = PlanContext(run_id="0123abcd", stack_env=dict(env if env is not None else loaded.stack.env),
+                      gpu=loaded.stack.gpu, image=TAG, ssh_port=loaded.stack.container.ssh_port,
+                      python="python3" if runtime != "host" else None, launcher=launcher,
+                      infiniband=any(h.vars.get("repro_infiniband") for h in inventory.hosts))
+    return slurm.plan(point, place(inventory, workers), runtime, ctx)
+
+
+def assert_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.write_text(text)
+    assert path.exists(), f"{path} missing: run with REPRO_UPDATE_GOLDEN=1 to create it"
+    assert text == path.read_text(), f"{name} differs from its golden file (REPRO_UPDATE_GOLDEN=1 to accept)"
+
+
+def shellcheck(text: str, tmp_path: Path, name: str = "job.sbatch") -> None:
+    if shutil.which("shellcheck") is None:
+        if os.environ.get("REPRO_TESTS_STRICT", "") not in ("", "0"):
+            pytest.fail("shellcheck is not installed (scripts/setup.sh test)")
+        pytest.skip("shellcheck is not installed")
+    script = tmp_path / name
+    script.write_text(text)
+    proc = subprocess.run(["shellcheck", "--shell=bash", "--severity=style", str(script)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.parametrize(("runtime", "launcher"), COMBINATIONS, ids=[f"{r}-{lc}" for r, lc in COMBINATIONS])
+def test_the_job_script_of_each_runtime_and_launcher_is_golden_and_shellcheck_clean(runtime, launcher, tmp_path):
+    plan = batch_plan(runtime, launcher)
+    assert_golden(f"{runtime}-{launcher}.sbatch", plan.script)
+    shellcheck(plan.script, tmp_path)
+
+
+SEED_003 = SweepSpec(workload="tf_cnn_benchmarks", workers=(8,), models=("resnet50",), batch_sizes=(256,),
+                     precisions=("fp16",), xla=(True,), data_format="NCHW", data="real")
+
+
+def seed_003() -> Inventory:
+    """Seed 003's two C4140s: 4 V100s each, ImageNet on NFS, EDR InfiniBand (ib0)."""
+    return cluster(gpus=4, slots=4, dataset="/home/dell/imagenet_tfrecords", repro_slurm_account="dell-hpc",
+                   repro_slurm_extra=["--exclusive"], repro_infiniband=True)
+
+
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_seed_003_as_a_job_script_is_golden_and_shellcheck_clean(tmp_path, runtime):
+    """Seed 003's 8 GPUs on 2 C4140s (mpirun -np 8 -H a:4,b:4 ... over ib0) as one sbatch job: srun --mpi=pmix,
+    4 GPUs per node, ImageNet, tf_cnn_benchmarks with ResNet-50 at batch 256 in fp16 with XLA; in worker
+    containers (as the seed ran it) or on the nodes' own software."""
+    plan = batch_plan(runtime, "srun", workers=8, inventory=seed_003(), stack="stacks/tf114-cuda10-xla.yaml",
+                      spec=SEED_003)
+    assert_golden(f"seed003-{runtime}-srun.sbatch", plan.script)
+    shellcheck(plan.script, tmp_path)
+    assert "#SBATCH --gpus-per-node=4" in plan.script and "#SBATCH --ntasks-per-node=4" in plan.script
+    if runtime == "docker":
+        assert "--device /dev/infiniband" in plan.script and "/home/dell/imagenet_tfrecords:/data:ro" in plan.script
+
+
+def test_the_example_of_docs_slurm_md_is_the_rendered_script():
+    doc = (ROOT / "docs" / "slurm.md").read_text()
+    script = (GOLDEN / "seed003-host-srun.sbatch").read_text()
+    assert f"```bash\n{script}```" in doc, "docs/slurm.md's example differs from seed003-host-srun.sbatch"
+
+
+def test_the_script_takes_the_shape_from_the_point_and_the_rest_from_the_site():
+    plan = batch_plan("host", "srun", workers=1,
+                      flags={"repro_slurm_partition": "gpu", "repro_slurm_account": "proj-42",
+                             "repro_slurm_time": "1:30:00", "repro_slurm_extra": ("--qos=high", "--exclusive")})
+    lines = plan.script.splitlines()
+    assert [ln for ln in lines if ln.startswith("#SBATCH")] == [
+        "#SBATCH --job-name=repro-0123abcd", "#SBATCH --partition=gpu", "#SBATCH --account=proj-42",
+        "#SBATCH --nodes=1", "#SBATCH --ntasks=1", "#SBATCH --ntasks-per-node=1", "#SBATCH --time=1:30:00",
+        "#SBATCH --no-requeue", "#SBATCH --output=repro-slurm/%x-%j.out", "#SBATCH --error=repro-slurm/%x-%j.err",
+        "#SBATCH --qos=high", "#SBATCH --exclusive"]
+    assert plan.submit_argv == ["sbatch", "--parsable", "repro-slurm/repro-0123abcd.sbatch"]
+    assert plan.site.submit_host.name == "login1"
+    assert "/opt/site/python/bin/python3 -m repro.workloads.cnn" in plan.script  # the host's repro_python
+
+
+def test_uneven_ranks_leave_the_distribution_to_slurm():
+    plan = batch_plan("host", "srun", workers=3, inventory=cluster(slots=2))
+    assert "#SBATCH --nodes=2" in plan.script and "#SBATCH --ntasks=3" in plan.script
+    assert "--ntasks-per-node" not in plan.script
+
+
+def test_a_secret_in_the_environment_never_reaches_the_script_only_sbatch_s_environment(tmp_path):
+    env = {"WANDB_API_KEY": "s3cr3t-value-0123456789", "NCCL_DEBUG": "INFO"}
+    plan = batch_plan("host", "srun", env=env)
+    assert "s3cr3t" not in plan.script and "export WANDB_API_KEY  #" in plan.script
+    assert "export NCCL_DEBUG=INFO" in plan.script
+    assert plan.submit_env == {"WANDB_API_KEY": "s3cr3t-value-0123456789"}
+    described = "\n".join(plan.describe())
+    assert "s3cr3t" not in described and "WANDB_API_KEY=<redacted>" in described
+    shellcheck(plan.script, tmp_path)
+
+
+@pytest.mark.parametrize("value", ["a\nb", "x\r", "nul\x00"])
+def test_an_environment_value_that_would_add_a_line_is_refused(value):
+    with pytest.raises(InputError, match="control character"):
+        batch_plan("host", "srun", env={"SOME_SETTING": value})
+
+
+def test_an_environment_value_with_shell_characters_stays_one_quoted_word(tmp_path):
+    plan = batch_plan("host", "srun", env={"TF_XLA_FLAGS": "--xla_auto_jit=2 $(touch /tmp/pwned); `id`"})
+    assert "export TF_XLA_FLAGS='--xla_auto_jit=2 $(touch /tmp/pwned); `id`'" in plan.script
+    shellcheck(plan.script, tmp_path)
+
+
+def test_dry_run_describes_the_script_and_the_submit_command():
+    text = "\n".join(batch_plan("charliecloud", "srun").describe())
+    assert "# job script, written to repro-slurm/repro-0123abcd.sbatch on login1:" in text
+    assert "    #SBATCH --job-name=repro-0123abcd" in text
+    assert text.splitlines()[-1] == "[login1] sbatch --parsable repro-slurm/repro-0123abcd.sbatch"
+
+
+def test_docker_uses_each_node_s_engine_and_the_default_elsewhere():
+    plan = batch_plan("docker", "srun", inventory=cluster(docker_hosts=True))
+    assert "    node1) docker -H unix:///run/docker-1.sock \"$@\" ;;" in plan.script
+    assert '    *) docker "$@" ;;' in plan.script
+    plain = batch_plan("docker", "srun", inventory=cluster(docker_hosts=False))
+    assert 'repro_docker() { docker "$@"; }' in plain.script
