@@ -22,6 +22,7 @@ they need, and the caller parses only the records it asked for.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -165,6 +166,13 @@ def _writable(path: Path) -> bool:
     return not path.exists() or os.access(path, os.R_OK | os.W_OK)
 
 
+def _create(path: Path) -> None:
+    """An empty file, only where none is: closing a descriptor of a database this process has open would drop
+    SQLite's POSIX locks on it, and another process could then delete the WAL files under it."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666))
+
+
 def _corrupt(exc: sqlite3.DatabaseError) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
@@ -205,8 +213,8 @@ class Index:
             if not _writable(path):
                 continue
             try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # created with the mode the umask gives
-                os.close(fd)
+                if not path.exists():  # created with the mode the umask gives (SQLite's own is 0644)
+                    _create(path)
                 db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             except (OSError, sqlite3.OperationalError):
                 continue
@@ -255,7 +263,8 @@ class Index:
                 return fn()
             except sqlite3.DatabaseError as exc:
                 if attempt == 2 or not _corrupt(exc):
-                    raise ResultsError(f"results index {self.path}: {exc}",
+                    name = getattr(exc, "sqlite_errorname", None)
+                    raise ResultsError(f"results index {self.path}: {exc}" + (f" ({name})" if name else ""),
                                        hint=f"another repro may hold it locked; deleting {self.path}* is safe "
                                        "(the next command rebuilds it from the record files)") from None
                 self._reset()
@@ -265,6 +274,14 @@ class Index:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+    def __del__(self) -> None:
+        # sqlite3's connection is in a reference cycle with its statement cache, so it would stay open (holding
+        # the WAL files) until the garbage collector runs: close it when the index goes.
+        db, self._db = getattr(self, "_db", None), None
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
 
     # -- keeping it consistent with the files
     def sync(self) -> None:

@@ -232,6 +232,32 @@ def test_a_deleted_index_is_rebuilt(root):
     assert [s.id for s in fresh(root).summaries()] == [make(n=1).id]
 
 
+def test_another_process_never_removes_the_index_journal_under_an_open_store(root):
+    """A long-lived process (a test session, a notebook) keeps a Store open and opens more: SQLite's POSIX locks
+    must stay held, or another process closing the index takes itself for the last user and deletes the WAL files
+    under the open connection (the next reads then fail with "disk I/O error")."""
+    import subprocess
+    import sys
+
+    Store(root).put(make("a", n=1))
+    kept = fresh(root)
+    assert len(kept.summaries()) == 1
+    assert len(fresh(root).summaries()) == 1  # a second Store in this process, opened and dropped
+    other = f"from repro.results.store import Store; print(len(Store({str(root)!r}).summaries()))"
+    out = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}).stdout
+    assert out.strip() == "1"
+    assert (root / f"{INDEX_NAME}-wal").exists() and (root / f"{INDEX_NAME}-shm").exists()
+    Store(root).put(make("a", n=2))
+    assert len(kept.summaries()) == 2
+
+
+def test_a_dropped_store_closes_its_index(root):
+    Store(root).put(make("a", n=1))
+    assert len(fresh(root).summaries()) == 1
+    assert not (root / f"{INDEX_NAME}-wal").exists()  # the last connection closed, as SQLite then cleans up
+
+
 def test_queries_parse_only_the_records_they_select(root, monkeypatch):
     store = Store(root)
     for n in range(6):
