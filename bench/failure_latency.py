@@ -104,7 +104,9 @@ def interrupt_once(repro_side: bool, delay: float, cap: float, store: Path) -> f
     else:
         argv = ["mpirun", "--allow-run-as-root", "-np", "2", "--bind-to", "none", sys.executable, "-m",
                 "repro.workloads.cnn", *CNN, "--intra-threads", "1"]
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # SIGINT at its default: when this script runs with it ignored (nohup, a background job), children inherit that
+    proc = subprocess.Popen(["env", "--default-signal=INT", *argv], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         return end_after(proc, lambda: len(pids_with(marker)) >= 2, lambda: proc.send_signal(signal.SIGINT),
                          lambda: not pids_with(marker), delay, cap)

@@ -85,7 +85,9 @@ if [ "$FRESH" = 1 ]; then
 fi
 
 VENV=${REPRO_VENV:-$ROOT/.venv}
+phase_start=$SECONDS
 scripts/setup.sh test
+log "setup: $((SECONDS - phase_start)) s"
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 tests/cluster/local-docker.sh ensure
@@ -95,6 +97,7 @@ ruff check repro tests bench
 if [ "$FRESH" = 0 ]; then
   exec python -m pytest tests -p no:cacheprovider "$@"
 fi
+phase_start=$SECONDS
 # In the background, so that INT/TERM reach the traps at once (not after pytest ends); the EXIT trap
 # sends pytest one SIGTERM, which tests/cluster/fixtures.py turns into a clean teardown of the cluster.
 python -m pytest tests -p no:cacheprovider "$@" &
@@ -102,4 +105,5 @@ PYTEST_PID=$!
 status=0
 wait "$PYTEST_PID" || status=$?
 PYTEST_PID=
+log "pytest: $((SECONDS - phase_start)) s; the whole --fresh run: ${SECONDS} s"
 exit "$status"

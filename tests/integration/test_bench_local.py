@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,10 +47,18 @@ def workers_marked(marker: str) -> list[int]:
     return found
 
 
-def test_readme_main_job_benchmarks_1_and_2_workers_and_prints_the_scaling_table(tmp_path):
-    proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", *FAST, store=tmp_path)
+@pytest.fixture(scope="module")
+def readme_job(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The README's main job (1 and 2 workers, few steps), run once for this module: its store and output."""
+    store = tmp_path_factory.mktemp("readme-job")
+    proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", *FAST, store=store)
+    return store, proc
+
+
+def test_readme_main_job_benchmarks_1_and_2_workers_and_prints_the_scaling_table(readme_job):
+    store, proc = readme_job
     assert "speedup" in proc.stdout and "efficiency" in proc.stdout, proc.stdout
-    records = Store(tmp_path).records()
+    records = Store(store).records()
     assert [(r.status, r.settings.workers, len(r.ranks)) for r in records] == [("ok", 1, 1), ("ok", 2, 2)]
     for r in records:
         assert r.lock["runtime"] == "host" and r.lock["hosts"]["localhost"]["tensorflow"] == "2.15.1"
@@ -71,16 +80,18 @@ def test_strong_scaling_records_the_divided_batch_and_weak_the_fixed_one(tmp_pat
     assert [rank.items_per_step for rank in rec.ranks] == [16, 16]
 
 
-def test_resume_runs_only_what_is_missing(tmp_path):
-    args = ["bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", *FAST]
-    repro(*args, store=tmp_path)
-    first = Store(tmp_path).records()
-    Store(tmp_path).run_path(first[1]).unlink()  # lose the 2-worker point
-    proc = repro(*args, "--resume", store=tmp_path)
+def test_resume_runs_only_what_is_missing(readme_job, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(readme_job[0], store)  # a copy: the README job's own store stays as it ran
+    first = Store(store).records()
+    Store(store).run_path(first[1]).unlink()  # lose the 2-worker point
+    proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", *FAST, "--resume",
+                 store=store)
     assert "skipped (--resume)" in proc.stderr
-    after = Store(tmp_path).records()
+    after = Store(store).records()
     assert len(after) == 2 and {r.settings.workers for r in after} == {1, 2}
     assert after[0].id == first[0].id  # the kept point was not re-run
+    assert after[1].id != first[1].id  # the lost one was
 
 
 def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path):
@@ -98,7 +109,10 @@ def test_interrupt_ends_the_point_keeps_finished_points_and_leaves_no_workers(tm
     env = dict(os.environ, REPRO_TEST_MARKER=marker.split("=", 1)[1])
     args = [sys.executable, "-m", "repro", "bench", "--stack", str(STACK), "--hosts", str(LOCAL),
             "--workers", "1,2", "--warmup-steps", "1", "--batch-size", "8", "--steps", "400", "--store", str(tmp_path)]
-    proc = subprocess.Popen(args, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    # SIGINT at its default, as in a terminal: a launcher may have left it ignored (a background job of a
+    # script, nohup), and an ignored SIGINT is inherited and would never reach repro
+    proc = subprocess.Popen(["env", "--default-signal=INT", *args], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
     # interrupt once the first point's worker has started (400 steps: it is still measuring then)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None and not workers_marked(marker):
