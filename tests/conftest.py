@@ -44,6 +44,14 @@ BASE_REF = "debian:12"
 WHEELHOUSE_TIMEOUT_S = 3600  # a fresh machine compiles Horovod (minutes on 2 cores)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The tools of the tests' own environment (ansible-playbook, which repro prepare runs; ansible-lint) are
+    # found on PATH, as when scripts/test.sh activates it, also under a plain `.venv/bin/python -m pytest`.
+    tools = str(Path(sys.executable).parent)
+    if tools not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join(filter(None, [tools, os.environ.get("PATH")]))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--reverse", action="store_true", default=False,
                      help="run the collected tests in reverse order (proves no test relies on an earlier one)")
