@@ -155,8 +155,10 @@ def report(what: str, results: dict[str, list[float | None]], cap: float) -> Non
         done = [v if v is not None else float("inf") for v in values]
         medians[side] = statistics.median(done)
         print(f"  {side:7s} median {medians[side]:8.2f}   ({shown})")
-    ratio = medians["repro"] / medians["mpirun"]
-    print(f"  ratio repro/mpirun {ratio:.2f}")
+    if medians["mpirun"] == float("inf"):
+        print(f"  ratio repro/mpirun below {medians['repro'] / cap:.3f} (mpirun did not end within {cap:.0f} s)")
+    else:
+        print(f"  ratio repro/mpirun {medians['repro'] / medians['mpirun']:.2f}")
 
 
 def main() -> int:
