@@ -6,7 +6,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 scripts/setup.sh demo
 # shellcheck disable=SC1091
-. .venv/bin/activate
+. "${REPRO_VENV:-$ROOT/.venv}/bin/activate"
 repro validate --quiet stacks/*.yaml
 repro stacks
 echo

@@ -2,11 +2,19 @@
 # Set up this machine for repro: Debian packages, a virtual environment in .venv with repro,
 # TensorFlow and a Horovod built against it. Idempotent; a second run takes seconds.
 #
-#   scripts/setup.sh demo   what `repro bench` needs on this machine (MPI, TF, Horovod)
-#   scripts/setup.sh test   also Docker, SSH, debootstrap and the test tools
+#   scripts/setup.sh demo        what `repro bench` needs on this machine (MPI, TF, Horovod)
+#   scripts/setup.sh test        also Docker, SSH, debootstrap and the test tools
+#   scripts/setup.sh wheelhouse  only the Horovod wheel in the cache (what image builds install)
+#
+# Environment: REPRO_VENV (the virtual environment, default .venv), XDG_CACHE_HOME (the wheelhouse
+# is ${XDG_CACHE_HOME:-~/.cache}/repro/wheelhouse), REPRO_PYTHON_BIN (the Python to create it with).
 set -euo pipefail
 
 MODE=${1:-test}
+case "$MODE" in
+  demo|test|wheelhouse) ;;
+  *) echo "usage: scripts/setup.sh [demo|test|wheelhouse]" >&2; exit 2 ;;
+esac
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${REPRO_VENV:-$ROOT/.venv}
 TF_VERSION=2.15.1
@@ -77,6 +85,10 @@ if ! ls "$WHEELS"/horovod-"$HOROVOD_VERSION"-*.whl >/dev/null 2>&1; then
     HOROVOD_WITHOUT_MXNET=1 pip wheel --no-deps --no-build-isolation --no-cache-dir \
     "horovod==$HOROVOD_VERSION" -w "$WHEELS"
 fi
+if [ "$MODE" = wheelhouse ]; then
+  log "ready: $(ls "$WHEELS"/horovod-"$HOROVOD_VERSION"-*.whl)"
+  exit 0
+fi
 if ! "$VENV/bin/python" -c "import horovod.tensorflow" 2>/dev/null; then
   pip install --no-deps "$WHEELS"/horovod-"$HOROVOD_VERSION"-*.whl
   pip install cloudpickle psutil pyyaml packaging cffi
@@ -87,5 +99,5 @@ fi
 extras=workloads,plot
 [ "$MODE" = test ] && extras=workloads,all,test
 log "installing repro (editable) with [$extras]"
-pip install -e "$ROOT[$extras]"
+pip install -e "${ROOT}[$extras]"
 log "ready: $("$VENV/bin/repro" --version), $("$VENV/bin/python" -c 'import tensorflow as t, horovod as h; print("TensorFlow", t.__version__, "Horovod", h.__version__)' 2>/dev/null)"

@@ -1,3 +1,152 @@
-"""Shared pytest configuration: registers the multi-host test cluster fixtures (tests/cluster)."""
+"""Shared pytest configuration: session fixtures that provision what the integration tests use.
+
+Every engine, image, cache and cluster a test needs comes from a fixture that makes it exist whatever
+ran before (in this session or on this machine), so tests pass in any order, alone, and on a new machine:
+
+  local_engine  this machine's Docker engine (DOCKER_HOST, else the default socket); started by
+                tests/cluster/local-docker.sh when none answers
+  base_rootfs   the cached debootstrap tarball every engine's debian:12 is imported from
+  base_image    debian:12 in the local engine, built from Debian's archive when absent (repro/image/base.py)
+  wheelhouse    the Horovod wheel that image builds install (scripts/setup.sh wheelhouse, once per machine)
+  cpu_image     stacks/cpu-tf215.yaml built, verified and locked into a session store, once per session
+  cluster       hosts h1 and h2 with sshd and engines holding debian:12 (tests/cluster/fixtures.py)
+
+`pytest --reverse` runs the collected tests in reverse order (a check that none relies on an earlier one).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+pytest.register_assert_rewrite("tests.cluster.fixtures")  # imported here, before pytest_plugins loads it
+
+from tests.cluster.fixtures import skip_or_fail  # noqa: E402
+
+if TYPE_CHECKING:
+    import docker
+    from repro.pipeline.up import UpResult
+    from repro.results.store import Store
 
 pytest_plugins = ["tests.cluster.fixtures"]
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_STACK = ROOT / "stacks" / "cpu-tf215.yaml"
+LOCAL_DOCKER = ROOT / "tests" / "cluster" / "local-docker.sh"
+BASE_REF = "debian:12"
+WHEELHOUSE_TIMEOUT_S = 3600  # a fresh machine compiles Horovod (minutes on 2 cores)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The tools of the tests' own environment (ansible-playbook, which repro prepare runs; ansible-lint) are
+    # found on PATH, as when scripts/test.sh activates it, also under a plain `.venv/bin/python -m pytest`.
+    tools = str(Path(sys.executable).parent)
+    if tools not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join(filter(None, [tools, os.environ.get("PATH")]))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--reverse", action="store_true", default=False,
+                     help="run the collected tests in reverse order (proves no test relies on an earlier one)")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest grouped the tests by their higher-scoped fixtures' parameters
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--reverse"):
+        items.reverse()
+
+
+@pytest.fixture(scope="session")
+def local_engine() -> Iterator[docker.DockerClient]:
+    """A client of the local Docker engine; the engine is started (local-docker.sh ensure) if none answers."""
+    from repro.errors import BackendUnavailable
+    from repro.image.engine import engine
+
+    try:
+        client = engine()
+    except BackendUnavailable:
+        started = subprocess.run(["bash", str(LOCAL_DOCKER), "ensure"], capture_output=True, text=True,
+                                 timeout=180, check=False)
+        try:
+            client = engine()
+        except BackendUnavailable as exc:
+            skip_or_fail(f"{exc.message}; local-docker.sh ensure: {started.stderr.strip()[-500:]}")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def base_rootfs() -> Path:
+    """The debootstrap root filesystem tarball of debian:12 in the repro cache, built if absent."""
+    from repro.errors import ReproError
+    from repro.image.base import ensure_rootfs_tarball, recipe_for
+
+    try:
+        tarball, _ = ensure_rootfs_tarball(recipe_for(BASE_REF))
+    except ReproError as exc:
+        skip_or_fail(f"cannot build the {BASE_REF} root filesystem: {exc.render()}")
+    return tarball
+
+
+@pytest.fixture(scope="session")
+def base_image(local_engine: docker.DockerClient, base_rootfs: Path) -> str:
+    """The id of debian:12 in the local engine, imported from the debootstrap tarball if absent."""
+    from repro.image.base import ensure_base_image
+
+    return ensure_base_image(BASE_REF)
+
+
+@pytest.fixture(scope="session")
+def wheelhouse() -> Path:
+    """The wheelhouse directory holding the Horovod wheel the CPU stack's image installs."""
+    from repro.image.build import wheelhouse_dir
+    from repro.manifest import load_stack
+
+    stack = load_stack(CPU_STACK).stack
+    wanted = f"horovod-{stack.horovod.version}-*.whl"
+
+    def found() -> Path | None:
+        where = wheelhouse_dir(stack)
+        return where if where is not None and any(where.glob(wanted)) else None
+
+    if found() is None:
+        # the same code path as scripts/setup.sh: build it against this environment's TensorFlow
+        env_python = {"REPRO_VENV": sys.prefix, "REPRO_PYTHON_BIN": sys.executable}
+        proc = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh"), "wheelhouse"], capture_output=True,
+                              text=True, timeout=WHEELHOUSE_TIMEOUT_S, check=False,
+                              env={**os.environ, **env_python})
+        if proc.returncode != 0 or found() is None:
+            skip_or_fail(f"no {wanted} in the wheelhouse and `scripts/setup.sh wheelhouse` did not make one "
+                         f"(exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    where = found()
+    assert where is not None
+    return where
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    """The CPU stack's image as this session's first `repro up` left it: its result and the store it locked into."""
+
+    result: UpResult
+    store: Store
+
+
+@pytest.fixture(scope="session")
+def cpu_image(base_image: str, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> BuiltImage:
+    """stacks/cpu-tf215.yaml built (skipped when the engine has its tag), verified and locked, once per session."""
+    from repro.image.build import BuildOptions, default_ca_bundle
+    from repro.manifest import load_stack
+    from repro.pipeline.up import up
+    from repro.results.store import Store
+
+    store = Store(tmp_path_factory.mktemp("cpu-image-store"))
+    result = up(load_stack(CPU_STACK), store=store, options=BuildOptions(ca_bundle=default_ca_bundle()),
+                progress=lambda line: None)
+    return BuiltImage(result, store)

@@ -15,13 +15,14 @@
 #
 # Environment: REPRO_CLUSTER_NAME (default rc; [a-z][a-z0-9]{0,7}), REPRO_CLUSTER_DIR (state dir,
 # default /tmp/repro-cluster-$NAME), REPRO_CLUSTER_OCTET (third octet of 10.123.X.0/24, default derived
-# from the name), REPRO_CLUSTER_BASE_IMAGE (default debian:12; empty: load none), REPRO_PYTHON,
+# from the name), REPRO_CLUSTER_BASE_IMAGE (default debian:12; empty: load none), REPRO_PYTHON (default
+# $REPRO_VENV/bin/python, REPRO_VENV defaulting to the checkout's .venv).
 # REPRO_CLUSTER_SLURM_TIMEOUT, REPRO_CLUSTER_SLURMD_TIMEOUT (see tests/cluster/slurm.sh).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-PYTHON=${REPRO_PYTHON:-$REPO/.venv/bin/python}
+PYTHON=${REPRO_PYTHON:-${REPRO_VENV:-$REPO/.venv}/bin/python}
 NAME=${REPRO_CLUSTER_NAME:-rc}
 STATE=${REPRO_CLUSTER_DIR:-/tmp/repro-cluster-$NAME}
 BRIDGE=$NAME-br

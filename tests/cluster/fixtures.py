@@ -10,13 +10,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -148,6 +150,7 @@ class Cluster:
 def cluster_env(name: str, state_dir: Path | None = None) -> dict[str, str]:
     """Environment for cluster.sh addressing cluster `name` (and state dir, when not the default)."""
     env = dict(os.environ, REPRO_CLUSTER_NAME=name)
+    env.setdefault("REPRO_PYTHON", sys.executable)  # cluster.sh imports repro.image.base with the tests' Python
     env.pop("REPRO_CLUSTER_DIR", None)  # meant for the session's cluster, not for every name
     if state_dir is not None:
         env["REPRO_CLUSTER_DIR"] = str(state_dir)
@@ -191,6 +194,15 @@ def _slurm_info(data: dict[str, Any] | None) -> SlurmInfo | None:
                      slurmd_timeout_s=int(data["slurmd_timeout_s"]))
 
 
+def sibling_name(name: str, tag: str) -> str:
+    """A name for a further cluster that belongs to the session's cluster `name` (another agent's or CI
+    job's session on the same machine uses another name, so their extra clusters do not collide)."""
+    sibling = f"{name[: 7 - len(tag)]}x{tag}"
+    if not re.fullmatch(r"[a-z][a-z0-9]{0,7}", sibling):
+        raise ValueError(f"cannot derive a cluster name from {name!r} and {tag!r}")
+    return sibling
+
+
 def default_state_dir(name: str) -> Path:
     return Path(os.environ.get("REPRO_CLUSTER_DIR") or f"/tmp/repro-cluster-{name}")
 
@@ -206,6 +218,29 @@ def cluster_up(name: str = DEFAULT_NAME, hosts: int = 2, *, docker: bool = True,
 def cluster_down(name: str = DEFAULT_NAME, *, state_dir: Path | None = None) -> None:
     """Remove every trace of cluster `name` (idempotent)."""
     _run_script(["down"], name, state_dir, timeout=DOWN_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def running_cluster(name: str, hosts: int = 2, *, docker: bool = True) -> Iterator[Cluster]:
+    """A cluster up for the with-block and always torn down after it (for scripts; tests use `cluster`)."""
+    try:
+        up, _ = cluster_up(name, hosts, docker=docker)
+        yield up
+    finally:
+        cluster_down(name)
+
+
+def host_runtime_inventory(cluster: Cluster, path: Path) -> Path:
+    """Write to `path` the cluster's inventory for the host runtime: the hosts run this Python (they share
+    the machine's filesystem) and mpirun on h1 reaches the others with the cluster key and known_hosts."""
+    import yaml
+
+    inventory = yaml.safe_load(cluster.inventory.read_text())
+    for host in inventory["all"]["children"]["workers"]["hosts"].values():
+        host.update(repro_python=sys.executable, repro_launch_key=str(cluster.key),
+                    repro_launch_known_hosts=str(cluster.known_hosts))
+    path.write_text(yaml.safe_dump(inventory))
+    return path
 
 
 def unavailable_reason(*, docker: bool = True) -> str | None:
@@ -230,7 +265,8 @@ def unavailable_reason(*, docker: bool = True) -> str | None:
     return None
 
 
-def _skip_or_fail(reason: str) -> None:
+def skip_or_fail(reason: str) -> NoReturn:
+    """Skip the test, or fail it under REPRO_TESTS_STRICT=1 (scripts/test.sh): a missing prerequisite."""
     # scripts/test.sh sets REPRO_TESTS_STRICT: there a missing prerequisite is a failure, not a skip.
     if os.environ.get("REPRO_TESTS_STRICT", "") not in ("", "0"):
         pytest.fail(f"test cluster unavailable (REPRO_TESTS_STRICT): {reason}", pytrace=False)
@@ -258,7 +294,7 @@ def cluster() -> Iterator[Cluster]:
     """Hosts h1 and h2 with sshd and Docker engines, up for the session, always torn down after it."""
     reason = unavailable_reason(docker=True)
     if reason:
-        _skip_or_fail(reason)
+        skip_or_fail(reason)
     name = os.environ.get("REPRO_CLUSTER_NAME") or DEFAULT_NAME
     state_dir = default_state_dir(name)
     with _sigterm_as_interrupt():
@@ -307,7 +343,7 @@ def slurm_cluster() -> Iterator[Cluster]:
     up for the session under its own name, always torn down after it."""
     reason = slurm_unavailable_reason()
     if reason:
-        _skip_or_fail(reason)
+        skip_or_fail(reason)
     name, state_dir = slurm_cluster_name()
     with _sigterm_as_interrupt():
         try:

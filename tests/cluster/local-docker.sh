@@ -4,11 +4,26 @@
 # engine this script started. Flags follow /work/shared/TESTBED.md (no iptables, no default bridge).
 #
 #   tests/cluster/local-docker.sh ensure|stop|status
+#
+# REPRO_DOCKER_ROOT=DIR (scripts/test.sh --fresh) manages a separate, private engine instead: socket
+# DIR/docker.sock (DOCKER_HOST must name it), data root DIR/data, exec root DIR/exec, pid file, log and
+# daemon.json in DIR, its own containerd. The machine's usual engine is then never contacted.
 set -euo pipefail
 
-LOG=/var/log/repro-dockerd.log
-PIDFILE=/var/run/docker.pid
-MARKER=/var/run/repro-local-dockerd.pid # pid of the dockerd this script started
+ROOT_DIR=${REPRO_DOCKER_ROOT:-}
+if [[ -n $ROOT_DIR ]]; then
+  [[ $ROOT_DIR == /* ]] || { echo "local-docker: REPRO_DOCKER_ROOT must be absolute" >&2; exit 2; }
+  SOCKET=unix://$ROOT_DIR/docker.sock
+  [[ ${DOCKER_HOST:-} == "$SOCKET" ]] ||
+    { echo "local-docker: with REPRO_DOCKER_ROOT, DOCKER_HOST must be $SOCKET" >&2; exit 2; }
+  LOG=$ROOT_DIR/dockerd.log
+  PIDFILE=$ROOT_DIR/dockerd.pid
+  MARKER=$ROOT_DIR/started.pid
+else
+  LOG=/var/log/repro-dockerd.log
+  PIDFILE=/var/run/docker.pid
+  MARKER=/var/run/repro-local-dockerd.pid # pid of the dockerd this script started
+fi
 READY_TIMEOUT=${REPRO_DOCKERD_TIMEOUT:-60}
 
 die() { echo "local-docker: $*" >&2; exit 1; }
@@ -18,12 +33,30 @@ engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
 
 alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
 
+# The private engine runs in its own mount namespace: its overlay mounts stay out of the machine's
+# mount table, and a tmpfs over /run/containerd makes it start its own containerd (below its exec root)
+# instead of adopting a system one that the machine's engine may share. unshare execs dockerd: $! is
+# dockerd's pid.
+start_private() {
+  mkdir -p "$ROOT_DIR/data" "$ROOT_DIR/exec" /run/containerd
+  [[ -f $ROOT_DIR/daemon.json ]] || echo '{}' >"$ROOT_DIR/daemon.json" # never the machine's /etc/docker/daemon.json
+  # shellcheck disable=SC2016 # $@ belongs to the inner sh
+  setsid unshare --mount --propagation slave \
+    sh -c 'mount -t tmpfs -o mode=0711 repro-containerd /run/containerd && exec dockerd "$@"' dockerd \
+    --config-file "$ROOT_DIR/daemon.json" --data-root "$ROOT_DIR/data" --exec-root "$ROOT_DIR/exec" \
+    --pidfile "$PIDFILE" -H "$SOCKET" \
+    --iptables=false --ip6tables=false --bridge=none --storage-driver=overlay2 </dev/null >>"$LOG" 2>&1 &
+}
+
 ensure() {
   if engine_answers; then
     say "the local Docker engine answers already"
     return 0
   fi
   [[ $EUID -eq 0 ]] || die "starting dockerd needs root"
+  if [[ -z $ROOT_DIR && -n ${DOCKER_HOST:-} && $DOCKER_HOST != unix:///var/run/docker.sock ]]; then
+    die "no engine answers at DOCKER_HOST=$DOCKER_HOST; start that one, or set REPRO_DOCKER_ROOT for a private one"
+  fi
   command -v dockerd >/dev/null || die "dockerd is not installed (apt-get install -y docker.io)"
   local pid
   pid=$(cat "$PIDFILE" 2>/dev/null || true)
@@ -31,8 +64,12 @@ ensure() {
     say "dockerd (pid $pid) runs but does not answer yet; waiting"
   else
     say "starting dockerd (log: $LOG)"
-    setsid dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=overlay2 \
-      --pidfile "$PIDFILE" </dev/null >>"$LOG" 2>&1 &
+    if [[ -n $ROOT_DIR ]]; then
+      start_private
+    else
+      setsid dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=overlay2 \
+        --pidfile "$PIDFILE" </dev/null >>"$LOG" 2>&1 &
+    fi
     pid=$!
     echo "$pid" >"$MARKER"
   fi

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from repro.image.base import cache_dir, recipe_for
 from tests.cluster.fixtures import (
     SCRIPT,
     Cluster,
     cluster_down,
     cluster_up,
     load_cluster,
+    sibling_name,
 )
 
 pytestmark = pytest.mark.cluster
@@ -294,7 +294,7 @@ def test_deliberately_fails(cluster):
 
 
 def test_a_failing_session_leaves_no_namespace_process_or_state(cluster: Cluster, tmp_path: Path) -> None:
-    name = "rcfail"
+    name = sibling_name(cluster.name, "f")
     test_file = tmp_path / "test_child.py"
     test_file.write_text(FAILING_TEST)
     marker = tmp_path / "marker.json"
@@ -320,10 +320,10 @@ def test_a_failing_session_leaves_no_namespace_process_or_state(cluster: Cluster
         cluster_down(name)  # whatever the child left, the machine is clean again
 
 
-def test_up_down_up_again_reuses_the_base_image_tarball(cluster: Cluster) -> None:
-    name = "rcagain"
-    tarball = cache_dir() / recipe_for("debian:12").tarball_name
-    before = tarball.stat()  # the session's cluster needed it, so it exists
+def test_up_down_up_again_reuses_the_base_image_tarball(cluster: Cluster, base_rootfs: Path) -> None:
+    name = sibling_name(cluster.name, "a")
+    tarball = base_rootfs
+    before = tarball.stat()
     try:
         for attempt in (1, 2):
             again, messages = cluster_up(name, 2, docker=True)
@@ -343,7 +343,7 @@ def test_up_down_up_again_reuses_the_base_image_tarball(cluster: Cluster) -> Non
 
 
 def test_up_recovers_from_a_crashed_run(cluster: Cluster) -> None:
-    name = "rccrash"
+    name = sibling_name(cluster.name, "c")
     try:
         first, _ = cluster_up(name, 2, docker=False)
         # A crash: the state dir is gone, but namespaces, bridge and sshds are still there.

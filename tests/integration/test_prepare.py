@@ -7,7 +7,8 @@ with `ip -j addr`); --check-only stores real facts and prints readiness; an unre
 with the reason while the other completes. Every file a role writes outside ~/.ssh is redirected into
 a scratch directory through inventory variables; each host's ~/.ssh is restored afterwards.
 
-Tests run in file order: the unreachable-host test relies on the trust the first test set up.
+The tests run in any order: `untrusted` puts every host's ~/.ssh back as the cluster made it before a
+test that needs no trust yet, `trusted` runs ssh_trust before a test that needs it.
 Run with: pytest -m cluster tests/integration/test_prepare.py
 """
 
@@ -51,6 +52,17 @@ class Site:
     scratch: Path
     controller_key: Path
     ipoib_address: str
+    ssh_dirs: dict[str, dict[str, bytes]]  # each host's ~/.ssh as the cluster made it: file name -> content
+
+    def restore_ssh_dirs(self) -> None:
+        """Put every host's ~/.ssh back as the cluster made it (no trust between hosts)."""
+        for h in self.cluster.hosts:
+            saved = self.ssh_dirs[h.name]
+            for p in h.ssh_dir.iterdir():
+                if p.is_file() and p.name not in saved:
+                    p.unlink()
+            for name, data in saved.items():
+                (h.ssh_dir / name).write_bytes(data)
 
 
 @pytest.fixture(scope="module")
@@ -75,15 +87,27 @@ def site(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     ipoib_address = f"10.124.{octet}.1"  # only inside h1's namespace
     (inventory / "host_vars" / "h1.yml").write_text(yaml.safe_dump({"ipoib_address": ipoib_address}))
     saved = {h.name: {p.name: p.read_bytes() for p in h.ssh_dir.iterdir() if p.is_file()} for h in cluster.hosts}
+    site = Site(cluster, inventory, base / "store", scratch, controller_key, ipoib_address, saved)
     try:
-        yield Site(cluster, inventory, base / "store", scratch, controller_key, ipoib_address)
+        yield site
     finally:
-        for h in cluster.hosts:  # leave each host's ~/.ssh as the cluster made it
-            for p in h.ssh_dir.iterdir():
-                if p.is_file() and p.name not in saved[h.name]:
-                    p.unlink()
-            for name, data in saved[h.name].items():
-                (h.ssh_dir / name).write_bytes(data)
+        site.restore_ssh_dirs()  # leave each host's ~/.ssh as the cluster made it
+
+
+@pytest.fixture
+def untrusted(site: Site) -> Site:
+    """The site before any ssh_trust run: hosts' ~/.ssh as the cluster made them, no controller trust key."""
+    site.restore_ssh_dirs()
+    shutil.rmtree(site.controller_key.parent, ignore_errors=True)
+    return site
+
+
+@pytest.fixture
+def trusted(site: Site) -> Site:
+    """The site after ssh_trust ran with every host up: every host reaches every other."""
+    proc = repro(site, "--tags", "ssh_trust")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return site
 
 
 def repro(site: Site, *args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
@@ -105,7 +129,8 @@ def progress_lines(stdout: str, host: str) -> list[str]:
     return [ln for ln in stdout.splitlines() if re.match(rf"\s+{host}\s", ln)]
 
 
-def test_ssh_trust_lets_every_host_reach_every_other_with_host_keys_checked(site):
+def test_ssh_trust_lets_every_host_reach_every_other_with_host_keys_checked(untrusted):
+    site = untrusted
     h1, h2 = site.cluster.host("h1"), site.cluster.host("h2")
     with_key = ("-o", "IdentitiesOnly=yes", "-i", f"~/.ssh/{TRUST_KEY}")
     before = hop(site, h1, h2, *with_key)
@@ -204,7 +229,8 @@ def test_check_only_prints_readiness_and_stores_real_facts(site):
     assert gpu[0].message == "no GPU found but the stack is a GPU stack (CUDA 10.0 needs driver >= 410.48)"
 
 
-def test_an_unreachable_host_is_named_with_the_reason_and_the_other_completes(site):
+def test_an_unreachable_host_is_named_with_the_reason_and_the_other_completes(trusted):
+    site = trusted
     h1, h2 = site.cluster.host("h1"), site.cluster.host("h2")
     with site.cluster.faulted("sshd-stop", "h2"):
         proc = repro(site, "--tags", "ssh_trust")
