@@ -4,7 +4,7 @@
                                 [--rebuild] [--whole-store-up-to 10000]
 
 Builds (once; reused by later runs) a store per size out of realistic records: the shape `repro bench`
-stores (an mpirun command, environment, host lock, facts per host, one rank per worker with its
+stores (an mpirun command, environment, software per host, facts per host, one rank per worker with its
 addresses, device, warm-up and 100 step times, the workload's metrics and log tail, the stack's whole
 manifest), as nightly builds of a stack would leave them: one stack per night, each swept over 1, 2, 4
 and 8 workers, two models, three repeats, and one failed run (25 records per stack). Record files are
@@ -38,7 +38,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-GENERATOR = "store-scale/1"  # bump when the generated records change: stores are rebuilt
+GENERATOR = "store-scale/2"  # bump when the generated records change: stores are rebuilt
 PER_STACK = 25
 TARGETS = {10_000: 1.0, 100_000: 3.0}
 
@@ -53,7 +53,6 @@ def _template() -> dict:
         "schema_version": SCHEMA_VERSION, "origin": "bench", "runtime": "host", "failure": None, "published": None,
         "stack": {"name": "", "hash": "", "image_hash": loaded.image_hash, "file": "stacks/cpu-tf215.yaml",
                   "manifest": loaded.stack.model_dump(mode="json")},
-        "lock": {"runtime": "host", "hosts": {}},
         "env": {"PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"},
         "software": {"horovod": "0.28.1", "numpy": "1.26.4", "python": "3.11.7", "tensorflow": "2.15.1"},
         "log_tail": "\n".join(f"cnn: step {10 * i}/101 loss 0.{i:04d} 29.{i} ms" for i in range(1, 11)),
@@ -61,7 +60,7 @@ def _template() -> dict:
 
 
 def _host_lock() -> dict:
-    return {"executable": "/opt/venv/bin/python", "horovod": "0.28.1", "mpi": "mpirun (Open MPI) 4.1.4",
+    return {"os": "debian 12", "executable": "/opt/venv/bin/python", "horovod": "0.28.1", "mpi": "openmpi 4.1.4",
             "horovod_built": {"gloo": True, "mpi": True, "nccl": False}, "python": "3.11.7", "tensorflow": "2.15.1"}
 
 
@@ -91,7 +90,7 @@ def _record(base: dict, rng: np.random.Generator, night: int, index: int, model:
         f"{when[11:13]}:00+00:00", "status": "failed" if failed else "ok",
         "failure": "mpirun exited with status 1: rank 3 on node000 exited with status 137" if failed else None,
         "stack": {**base["stack"], "name": stack, "hash": digest},
-        "lock": {"runtime": "host", "hosts": {h: _host_lock() for h, _ in hosts}},
+        "host_software": {h: _host_lock() for h, _ in hosts},
         "sweep": {"id": f"sw-{digest}", "point": f"{model}-{workers}", "repeat": repeat},
         "settings": {"workload": "cnn", "model": model, "batch_per_worker": batch, "global_batch": batch * workers,
                      "precision": "fp32", "xla": False, "data_format": "NHWC", "data": "synthetic",

@@ -240,7 +240,9 @@ def _environment(args: Any) -> None:
 
 
 def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
-    """Parse flags, run the sweep along both paths, emit the result (rank 0)."""
+    """Parse flags, run the sweep along both paths, emit the result (rank 0).
+
+    One function on purpose: the program reads top to bottom (raw sweep, then Horovod's, then the result)."""
     args = build_parser().parse_args(argv)
     sizes = parse_sizes(args.sizes) if args.sizes else default_sizes(args.min_exp, args.max_exp, args.num)
     dtypes = parse_dtypes(args.dtypes)

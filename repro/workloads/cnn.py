@@ -122,7 +122,9 @@ def throughput_metrics(ranks: Sequence[dict[str, Any]], params: int, losses: Seq
 
 
 def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
-    """Parse flags, train for warm-up + measured steps, emit the result (rank 0)."""
+    """Parse flags, train for warm-up + measured steps, emit the result (rank 0).
+
+    One function on purpose: the program reads top to bottom, as tf_cnn_benchmarks' and Horovod's do."""
     args = build_parser().parse_args(argv)
     settings = resolve_settings(args)
     files = settings.pop("_files")

@@ -333,7 +333,9 @@ def curve_entry(epoch: int, elapsed: float, lr: float, sums: Sequence[float], wo
 
 
 def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
-    """Parse flags, train until the target or a limit, emit the result (rank 0)."""
+    """Parse flags, train until the target or a limit, emit the result (rank 0).
+
+    One function on purpose: the program reads top to bottom, as Horovod's examples do."""
     args = build_parser().parse_args(argv)
     settings = resolve_settings(args)
     world = common.start(args.intra_threads, args.inter_threads)

@@ -44,10 +44,11 @@ def store(cluster, cpu_image, tmp_path_factory) -> Path:
 
 
 def test_docker_sweep_runs_one_worker_per_host_and_leaves_no_container(store, cluster):
+    before = {r.id for r in Store(store).records()}
     repro("bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--workers", "1,2", "--warmup-steps", "1",
-          "--steps", "4", "--batch-size", "8", "--store", str(store))
-    records = [r for r in Store(store).records() if r.settings.workload == "cnn"]
-    one, two = sorted(records[-2:], key=lambda r: r.settings.workers)
+          "--steps", "4", "--batch-size", "8", "--repeats", "1", "--store", str(store))
+    records = [r for r in Store(store).records() if r.id not in before]
+    one, two = sorted(records, key=lambda r: r.settings.workers)
     assert one.status == two.status == "ok", (one.failure, two.failure)
     assert one.runtime == "docker" and one.image.image.id.startswith("sha256:")
     addresses = {h.name: h.address for h in cluster.hosts}
@@ -60,9 +61,86 @@ def test_docker_sweep_runs_one_worker_per_host_and_leaves_no_container(store, cl
         assert repro_containers(host.docker_host) == [], f"repro containers left on {host.name}"
 
 
+def _refused_before_start(store: Path, inventory: Path, cluster, host: str, *causes: str) -> str:
+    """`repro bench` over both hosts must stop before any worker starts: exit 1, the host and the cause
+    named, no record, no repro container on any host. Returns its stderr."""
+    records = len(Store(store).records())
+    began = time.monotonic()
+    proc = repro("bench", "--stack", STACK, "--hosts", str(inventory), "--workers", "2", "--warmup-steps", "1",
+                 "--steps", "3", "--batch-size", "8", "--repeats", "1", "--store", str(store), check=False, timeout=300)
+    elapsed = time.monotonic() - began  # reported, not asserted (the probes' bound is PREFLIGHT_TIMEOUT)
+    print(f"refused in {elapsed:.1f} s: {proc.stderr.strip().splitlines()[-3:]}")
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "nothing was started" in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if host in line and any(c in line for c in causes)]
+    assert lines, f"no line names {host} and one of {causes}:\n{proc.stderr}"
+    assert len(Store(store).records()) == records, "no point may run"
+    for h in cluster.hosts:
+        assert repro_containers(h.docker_host) == [], f"a container was started on {h.name}"
+    return proc.stderr
+
+
+def test_an_unreachable_host_stops_the_sweep_before_anything_starts(store, cluster):
+    with cluster.faulted("link-down", "h2"):
+        _refused_before_start(store, cluster.inventory, cluster, "h2", "does not answer", "unreachable")
+
+
+def test_a_host_that_refuses_ssh_stops_the_sweep_before_anything_starts(store, cluster):
+    with cluster.faulted("sshd-stop", "h2"):
+        _refused_before_start(store, cluster.inventory, cluster, "h2", "connection refused")
+
+
+def test_a_wrong_host_key_stops_the_sweep_before_anything_starts(store, cluster, tmp_path):
+    """h2's entry in known_hosts holds h1's key (as after a host was reinstalled, or a man in the middle)."""
+    import yaml
+
+    h1, h2 = cluster.host("h1"), cluster.host("h2")
+    entries = cluster.known_hosts.read_text().splitlines()
+    h1_keys = [line.split(None, 1)[1] for line in entries if line.split(None, 1)[0].split(",")[0] in (h1.address,
+                                                                                                       "h1")]
+    assert h1_keys, cluster.known_hosts.read_text()
+    wrong = [line for line in entries if h2.address not in line.split(None, 1)[0].split(",")]
+    wrong += [f"{h2.address} {key}" for key in h1_keys]
+    known = tmp_path / "known_hosts"
+    known.write_text("\n".join(wrong) + "\n")
+    inventory = yaml.safe_load(cluster.inventory.read_text())
+    for host in inventory["all"]["children"]["workers"]["hosts"].values():
+        host["repro_known_hosts"] = str(known)
+        host["ansible_ssh_common_args"] = f"-o UserKnownHostsFile={known} -o StrictHostKeyChecking=yes"
+    path = tmp_path / "wrong-key.yml"
+    path.write_text(yaml.safe_dump(inventory))
+    _refused_before_start(store, path, cluster, "h2", "does not match")
+
+
+def test_a_host_without_the_image_stops_the_sweep_before_anything_starts(store, cluster):
+    """The image's tag is taken off h2's engine (its layers stay: the tag is put back afterwards)."""
+    lock = Store(store).lock(_stack_hash())
+    tag, aside = lock.image.tag, f"repro-test-aside:{lock.image.id.split(':')[-1][:12]}"
+    h2 = cluster.host("h2")
+
+    def docker(*args: str) -> None:
+        subprocess.run(["docker", "-H", h2.docker_host, *args], capture_output=True, text=True, timeout=120,
+                       check=True)
+
+    docker("tag", tag, aside)
+    docker("rmi", tag)
+    try:
+        _refused_before_start(store, cluster.inventory, cluster, "h2", "is not there")
+    finally:
+        docker("tag", aside, tag)
+        docker("rmi", aside)
+
+
+def _stack_hash() -> str:
+    from repro.manifest import load_stack
+
+    return load_stack(ROOT / STACK).hash
+
+
 def test_lost_host_fails_the_point_in_bounded_time_and_resume_completes(store, cluster):
     args = ["bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--workers", "1,2", "--warmup-steps", "1",
-            "--steps", "150", "--batch-size", "8", "--store", str(store)]
+            "--steps", "150", "--batch-size", "8", "--repeats", "1", "--store", str(store)]
     before = {r.id for r in Store(store).records()}
     # a time limit below the guard on communicate() below: a lost host that went unnoticed shows as the
     # point's time limit in its failure, not as a hung test
@@ -108,7 +186,7 @@ def test_host_runtime_across_hosts_refuses_mismatched_software_then_runs(cluster
     """The bare-metal path: the hosts' own TensorFlow, Horovod and MPI, checked against the stack first."""
     store = tmp_path / "store"
     args = ["bench", "--stack", STACK, "--runtime", "host", "--workers", "2", "--warmup-steps", "1", "--steps", "3",
-            "--batch-size", "8", "--store", str(store)]
+            "--batch-size", "8", "--repeats", "1", "--store", str(store)]
     # as generated, the hosts' python3 is Debian's own, without TensorFlow: refused, host by host
     refused = repro(*args, "--hosts", str(cluster.inventory), check=False)
     assert refused.returncode != 0
@@ -130,7 +208,7 @@ def test_allreduce_sweep_with_mpi_and_gloo_runs_across_both_hosts(store, cluster
     proc = repro("bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--workload", "allreduce",
                  "--backends", "mpi,gloo", "--workers", "2", "--min-exp", "2", "--max-exp", "6.6", "--num", "10",
                  "--iterations", "20", "--warmup-iterations", "3", "--dtypes", "fp32", "--link-gbps", "10",
-                 "--plot", str(plot), "--store", str(store))
+                 "--repeats", "1", "--plot", str(plot), "--store", str(store))
     assert "busbw" in proc.stdout and plot.read_bytes()[:4] == b"\x89PNG"
     records = [r for r in Store(store).records() if r.settings.workload == "allreduce" and r.status == "ok"]
     by_backend = {r.world.get("controller"): r for r in records[-2:]}

@@ -59,7 +59,9 @@ def test_readme_main_job_benchmarks_1_and_2_workers_and_prints_the_scaling_table
     store, proc = readme_job
     assert "speedup" in proc.stdout and "efficiency" in proc.stdout, proc.stdout
     records = Store(store).records()
-    assert [(r.status, r.settings.workers, len(r.ranks)) for r in records] == [("ok", 1, 1), ("ok", 2, 2)]
+    # the default: 3 runs of every point, enough for compare's verdicts
+    assert sorted((r.status, r.settings.workers, len(r.ranks), r.sweep.repeat) for r in records) == [
+        ("ok", 1, 1, 0), ("ok", 1, 1, 1), ("ok", 1, 1, 2), ("ok", 2, 2, 0), ("ok", 2, 2, 1), ("ok", 2, 2, 2)]
     for r in records:
         assert r.runtime == "host" and r.host_software["localhost"].tensorflow == "2.15.1"
         assert all(len(rank.step_times) == 4 and len(rank.warmup_times) == 1 for rank in r.ranks)
@@ -84,14 +86,17 @@ def test_resume_runs_only_what_is_missing(readme_job, tmp_path):
     store = tmp_path / "store"
     shutil.copytree(readme_job[0], store)  # a copy: the README job's own store stays as it ran
     first = Store(store).records()
-    Store(store).run_path(first[1]).unlink()  # lose the 2-worker point
+    lost = next(r for r in first if r.settings.workers == 2 and r.sweep.repeat == 1)
+    Store(store).run_path(lost).unlink()  # lose one run of the 2-worker point
     proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", *FAST, "--resume",
                  store=store)
-    assert "skipped (--resume)" in proc.stderr
+    assert proc.stderr.count("skipped (--resume)") == 5, proc.stderr
     after = Store(store).records()
-    assert len(after) == 2 and {r.settings.workers for r in after} == {1, 2}
-    assert after[0].id == first[0].id  # the kept point was not re-run
-    assert after[1].id != first[1].id  # the lost one was
+    assert len(after) == 6
+    kept = {r.id for r in first} - {lost.id}
+    assert kept <= {r.id for r in after}  # the kept runs were not re-run
+    (again,) = [r for r in after if r.id not in kept]  # the lost one was
+    assert (again.settings.workers, again.sweep.repeat, again.status) == (2, 1, "ok")
 
 
 def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path):
@@ -133,7 +138,8 @@ def test_interrupt_ends_the_point_keeps_finished_points_and_leaves_no_workers(tm
 
 def test_time_to_accuracy_reaches_its_target_on_1_and_2_workers(tmp_path):
     proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workload", "tta", "--workers", "1,2",
-                 "--dataset", "digits", "--target-accuracy", "0.95", "--max-epochs", "40", store=tmp_path)
+                 "--repeats", "1", "--dataset", "digits", "--target-accuracy", "0.95", "--max-epochs", "40",
+                 store=tmp_path)
     records = Store(tmp_path).records()
     assert [r.settings.workers for r in records] == [1, 2]
     for r in records:

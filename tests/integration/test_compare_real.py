@@ -25,7 +25,7 @@ def store(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("compare-store")
     for stack in ("cpu-tf215.yaml", "cpu-tf215-xla.yaml"):
         repro("bench", "--stack", f"stacks/{stack}", "--hosts", "inventories/localhost", "--workers", "1,2",
-              "--warmup-steps", "2", "--steps", "6", "--batch-size", "16", "--store", str(root))
+              "--warmup-steps", "2", "--steps", "6", "--batch-size", "16", "--repeats", "2", "--store", str(root))
     return root
 
 

@@ -279,7 +279,8 @@ def test_archive_restores_into_an_empty_engine_and_bench_runs_without_a_build(ar
     assert load_stack(stack_file).hash == lock.stack.hash
     # bench from the restored image: no `repro up`, no build, the engine holds only what was restored
     run_repro("bench", "--stack", str(stack_file), "--hosts", str(empty_engine.inventory), "--runtime", "docker",
-              "--workers", "1", "--warmup-steps", "1", "--steps", "3", "--batch-size", "8", "--store", str(restored))
+              "--workers", "1", "--warmup-steps", "1", "--steps", "3", "--batch-size", "8", "--repeats", "1",
+              "--store", str(restored))
     (record,) = Store(restored).records()
     assert record.status == "ok" and record.runtime == "docker" and record.image.image.id == lock.image.id
     assert _engine_images(host.docker_host) == [lock.image.id]

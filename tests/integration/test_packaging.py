@@ -57,6 +57,8 @@ def test_the_wheel_works_from_an_empty_directory_without_extras(installed, tmp_p
 @pytest.mark.parametrize(("argv", "extra"), [
     (["up", "cpu-tf215"], "images"),
     (["prepare", "--hosts", "inventories/localhost"], "hosts"),
+    (["results", "scaling", "--plot", "scaling.png"], "plot"),
+    (["compare", "old", "new", "--plot", "compare.png"], "plot"),
 ])
 def test_a_command_that_needs_a_missing_extra_names_it(installed, tmp_path, argv, extra):
     repro, env = installed

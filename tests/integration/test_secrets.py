@@ -46,7 +46,7 @@ def test_secrets_reach_neither_the_store_nor_any_output(tmp_path):
     store = tmp_path / "store"
     old, new = stack(tmp_path, "old", SECRETS["old_password"]), stack(tmp_path, "new", SECRETS["new_password"])
     common = ["--hosts", str(ROOT / "inventories" / "localhost"), "--runtime", "host", "--workers", "1",
-              "--warmup-steps", "1", "--steps", "3", "--batch-size", "4", "--store", str(store)]
+              "--warmup-steps", "1", "--steps", "3", "--batch-size", "4", "--repeats", "1", "--store", str(store)]
     printed = []
     for path in (old, new):
         for _ in range(2):
