@@ -75,6 +75,10 @@ def connect_failure(exc: BaseException, host: Host, known: Path, timeout: float)
     import errno
 
     where = f"{host.address}:{host.port}"
+    # paramiko's NoValidConnectionsError (errno None) holds the socket error of each address it tried
+    tried = list(getattr(exc, "errors", {}).values()) if type(exc).__name__ == "NoValidConnectionsError" else []
+    if tried and isinstance(tried[0], BaseException):
+        exc = tried[0]
     name = type(exc).__name__
     text = str(exc).strip() or name
     if name == "BadHostKeyException":

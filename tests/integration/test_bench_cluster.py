@@ -190,7 +190,8 @@ def test_host_runtime_across_hosts_refuses_mismatched_software_then_runs(cluster
     # as generated, the hosts' python3 is Debian's own, without TensorFlow: refused, host by host
     refused = repro(*args, "--hosts", str(cluster.inventory), check=False)
     assert refused.returncode != 0
-    assert "refusing the host runtime" in refused.stderr and "h1: TensorFlow is not importable" in refused.stderr
+    assert "refusing the host runtime" in refused.stderr, refused.stderr
+    assert "h1: tensorflow: pinned 2.15.1, found none" in refused.stderr and "h2: horovod" in refused.stderr
     assert not (store / "runs").exists()
 
     # point the hosts at repro's own environment (the test hosts share the filesystem) and give mpirun
@@ -201,6 +202,26 @@ def test_host_runtime_across_hosts_refuses_mismatched_software_then_runs(cluster
     assert rec.status == "ok" and rec.runtime == "host"
     assert sorted(r.host for r in rec.ranks) == ["h1", "h2"]
     assert set(rec.host_software) == {"h1", "h2"} and rec.host_software["h2"].tensorflow == "2.15.1"
+
+
+def test_interleaved_a_b_runs_alternate_across_both_hosts_and_compare_pairs_them(cluster, tmp_path):
+    twin = tmp_path / "cpu-tf215-twin.yaml"  # the same software; one extra variable, so another stack hash
+    twin.write_text(f"extends: {ROOT / STACK}\ndescription: cpu-tf215 twin\nenv: {{REPRO_TWIN: '1'}}\n")
+    store = tmp_path / "store"
+    bare_metal = host_runtime_inventory(cluster, tmp_path / "bare-metal.yml")
+    repro("bench", "--stack", STACK, "--stack", str(twin), "--runtime", "host", "--hosts", str(bare_metal),
+          "--workers", "2", "--warmup-steps", "1", "--steps", "3", "--batch-size", "8", "--repeats", "2",
+          "--store", str(store))
+    records = sorted(Store(store).records(), key=lambda r: (r.created, r.id))
+    assert len(records) == 4 and all(r.status == "ok" for r in records), [r.failure for r in records]
+    hashes = [r.stack.hash for r in records]
+    assert hashes[0] == hashes[2] != hashes[1] == hashes[3], "A B A B"
+    pairs = [r.sweep.pair for r in records]
+    assert pairs[0] == pairs[1] != pairs[2] == pairs[3] and None not in pairs
+    for rec in records:
+        assert sorted(r.host for r in rec.ranks) == ["h1", "h2"]
+    compared = repro("compare", STACK, str(twin), "--store", str(store)).stdout
+    assert "2 interleaved pairs: paired comparison" in compared, compared
 
 
 def test_allreduce_sweep_with_mpi_and_gloo_runs_across_both_hosts(store, cluster, tmp_path):

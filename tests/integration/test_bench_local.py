@@ -99,6 +99,25 @@ def test_resume_runs_only_what_is_missing(readme_job, tmp_path):
     assert (again.settings.workers, again.sweep.repeat, again.status) == (2, 1, "ok")
 
 
+def test_interleaved_a_b_runs_alternate_on_the_same_host_and_compare_pairs_them(tmp_path):
+    """Seed 003's question asked the careful way: both stacks' runs alternate (A B A B), and compare pairs them."""
+    twin = tmp_path / "cpu-tf215-twin.yaml"  # the same software; one extra variable, so another stack hash
+    twin.write_text(f"extends: {STACK}\ndescription: cpu-tf215 twin\nenv: {{REPRO_TWIN: '1'}}\n")
+    store = tmp_path / "store"
+    proc = repro("bench", "--stack", str(STACK), "--stack", str(twin), "--hosts", str(LOCAL), "--workers", "1",
+                 *FAST, "--repeats", "2", store=store)
+    assert "interleaved runs are paired" in proc.stdout, proc.stdout
+    records = sorted(Store(store).records(), key=lambda r: (r.created, r.id))
+    hashes = [r.stack.hash for r in records]
+    assert len(records) == 4 and all(r.status == "ok" for r in records)
+    assert hashes[0] == hashes[2] != hashes[1] == hashes[3], "A B A B"
+    pairs = [r.sweep.pair for r in records]
+    assert pairs[0] == pairs[1] != pairs[2] == pairs[3] and None not in pairs
+    compared = repro("compare", str(STACK), str(twin), store=store).stdout
+    assert "2 interleaved pairs: paired comparison" in compared, compared
+    assert "env.REPRO_TWIN" in compared  # what changed
+
+
 def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path):
     proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", "--dry-run",
                  store=tmp_path)
