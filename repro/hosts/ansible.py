@@ -20,7 +20,7 @@ from typing import Any
 
 from repro.errors import BackendUnavailable
 from repro.extras import need
-from repro.resources import data_dir
+from repro.resources import data_dir as repro_data_dir
 
 SKIP_PREFIX = "skipped:"
 # Connection settings that make failures quick and explicit; the rest is in playbooks/ansible.cfg.
@@ -40,10 +40,10 @@ class PlaybookRun:
 
     @property
     def playbook_path(self) -> Path:
-        return data_dir("playbooks") / self.playbook
+        return repro_data_dir("playbooks") / self.playbook
 
     def env(self) -> dict[str, str]:
-        return {**ENV, "ANSIBLE_CONFIG": str(data_dir("playbooks") / "ansible.cfg")}
+        return {**ENV, "ANSIBLE_CONFIG": str(repro_data_dir("playbooks") / "ansible.cfg")}
 
     def argv(self) -> list[str]:
         """The ansible-playbook command line equivalent to this run (run from playbooks/, with env())."""
@@ -249,7 +249,7 @@ def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector
          timeout: int | None, control_dir: str):
     return ansible_runner.run(
         private_data_dir=str(data_dir),
-        project_dir=str(data_dir("playbooks")),
+        project_dir=str(repro_data_dir("playbooks")),
         playbook=run.playbook,
         inventory=run.inventory,
         extravars=dict(run.extravars) or None,

@@ -137,12 +137,17 @@ def test_cnn_times_every_measured_step_on_every_rank_and_keeps_warmup_apart(cnn_
         assert all(t > 0 for t in rank["step_times"]) and all(t > 0 for t in rank["warmup_times"])
 
 
-def test_cnn_throughput_is_each_ranks_batch_over_its_median_step(cnn_run: Run) -> None:
+def test_cnn_throughput_is_the_global_batch_times_steps_over_the_slowest_ranks_total(cnn_run: Run) -> None:
+    """images/sec as docs/statistics.md defines it, once: every view of the run shows this figure."""
     assert cnn_run.result is not None
     metrics = cnn_run.result["metrics"]
-    expected = sum(8 / common.median(r["step_times"]) for r in cnn_run.result["ranks"])
+    ranks = cnn_run.result["ranks"]
+    steps = min(len(r["step_times"]) for r in ranks)
+    expected = sum(r["items_per_step"] for r in ranks) * steps / max(sum(r["step_times"][:steps]) for r in ranks)
     assert metrics["unit"] == "images/sec"
     assert metrics["images_per_sec"] == pytest.approx(expected)
+    assert metrics["images_per_sec_per_worker"] == pytest.approx(
+        [r["items_per_step"] / common.mean(r["step_times"]) for r in ranks])
     assert math.isfinite(metrics["loss_first"]) and math.isfinite(metrics["loss_last"])
 
 
