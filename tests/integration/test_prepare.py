@@ -158,6 +158,29 @@ def test_ssh_trust_lets_every_host_reach_every_other_with_host_keys_checked(untr
     assert {h: (o.status, o.changed) for h, o in again.outcome.hosts.items()} == {"h1": ("ok", 0), "h2": ("ok", 0)}
 
 
+@pytest.mark.tf
+def test_host_runtime_across_hosts_uses_the_default_launch_key_and_known_hosts_after_ssh_trust(trusted, tmp_path):
+    """No repro_launch_key nor repro_launch_known_hosts: mpirun on h1 reaches h2 with h1's own ~/.ssh, as
+    ssh_trust left it (its key through ~/.ssh/config, h2's host key in known_hosts, checked strictly)."""
+    site = trusted
+    inventory = yaml.safe_load((site.inventory / "hosts.yml").read_text())
+    for host in inventory["all"]["children"]["workers"]["hosts"].values():
+        assert "repro_launch_key" not in host and "repro_launch_known_hosts" not in host
+        host["repro_python"] = sys.executable  # the hosts share this machine's filesystem and its TensorFlow
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump(inventory))
+    store = tmp_path / "store"
+    argv = [sys.executable, "-m", "repro", "bench", "--stack", str(REPO / "stacks" / "cpu-tf215.yaml"), "--runtime",
+            "host", "--hosts", str(path), "--workers", "2", "--warmup-steps", "1", "--steps", "3", "--batch-size",
+            "8", "--repeats", "1", "--store", str(store)]
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (rec,) = Store(store).records()
+    assert rec.status == "ok" and sorted(r.host for r in rec.ranks) == ["h1", "h2"]
+    rsh = rec.command[rec.command.index("plm_rsh_args") + 1] if "plm_rsh_args" in rec.command else ""
+    assert "-i" not in rsh.split() and "UserKnownHostsFile" not in rsh  # nothing given: ssh's own defaults
+
+
 def test_hardware_roles_skip_with_their_reason_in_check_mode(site):
     proc = repro(site, "--stack", str(GPU_STACK), "--tags", "ofed,gpudirect,nvidia", "--check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
