@@ -1,7 +1,7 @@
 """`repro bench` on the two-host test cluster with the docker runtime: containers from the CPU stack's
 image on each host's own engine, mpirun across the hosts' addresses, faults, and the all-reduce sweep.
 
-Timings are not asserted here: bench/allreduce_vs_mpi.py prints Horovod's all-reduce latency against a
+Timings are not asserted here: bench/allreduce_paths.py --cluster prints the all-reduce paths against a
 plain MPI all-reduce, bench/failure_latency.py how fast a lost host ends a point.
 """
 

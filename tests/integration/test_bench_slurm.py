@@ -19,7 +19,7 @@ import yaml
 
 from repro.results.store import Store
 from tests.cluster.fixtures import Cluster
-from tests.cluster.slurm_jobs import job_processes, queue, wait_nodes_idle
+from tests.cluster.slurm_jobs import job_processes, queue, slurm, wait_nodes_idle
 from tests.integration.cli import ROOT, run_repro
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slurm, pytest.mark.docker, pytest.mark.tf]
@@ -184,6 +184,27 @@ def test_ctrl_c_cancels_the_job_and_records_the_point_as_interrupted(slurm_clust
     assert rec.status == "failed" and rec.failure.startswith("interrupted"), rec.failure
     assert rec.slurm.state == "CANCELLED" and rec.slurm.nodes == ["h1", "h2"]
     assert "--resume" in log.read_text()
+    assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
+
+
+def test_an_scancel_from_outside_gives_a_failed_record_saying_so(slurm_cluster, store, inventory, tmp_path):
+    """An administrator's (or the user's own) scancel of the running job: the point is a failed record saying
+    so, and the cancelled job leaves no job, process, container or worker FIFO behind."""
+    before = {r.id for r in Store(store).records()}
+    proc, log = run_until(inventory, store, ["--runtime", "docker", "--workers", "2", *LONG],
+                          "running (h[1-2])", tmp_path / "bench.log")
+    try:
+        time.sleep(15)  # the ranks are in their containers, stepping
+        (job,) = queue(slurm_cluster)
+        slurm(slurm_cluster, ["scancel", job.split()[0]])
+        assert proc.wait(timeout=300) == 1, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (rec,) = new_records(store, before)
+    assert rec.status == "failed" and "cancelled outside repro" in rec.failure, rec.failure
+    assert rec.slurm.state == "CANCELLED" and rec.slurm.job_id == job.split()[0]
+    assert "cancelled outside repro" in log.read_text()
     assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
 
 

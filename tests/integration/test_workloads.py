@@ -1,7 +1,7 @@
 """The workloads run for real under mpirun on this machine (1 and 2 ranks; MPI and Gloo controllers).
 
 Sizes are tiny (ResNet-20 at 32x32, batch 8; all-reduce up to 1e5 elements; the 8x8 digits) so the
-whole file takes a few minutes on 2 cores. Speed is not asserted: bench/allreduce_vs_mpi.py prints
+whole file takes a few minutes on 2 cores. Speed is not asserted: bench/allreduce_paths.py prints
 Horovod's all-reduce latency against plain MPI, bench/workload_overhead.py the cost of repro's timing.
 """
 
