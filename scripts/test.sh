@@ -93,8 +93,8 @@ log "setup: $((SECONDS - phase_start)) s"
 tests/cluster/local-docker.sh ensure
 # Integration prerequisites missing is a failure here, not a skip.
 export REPRO_TESTS_STRICT=1
-ruff check repro tests bench
-lint-imports  # the layer contracts of pyproject.toml ([tool.importlinter])
+ruff check --no-cache repro tests bench  # no cache: what a fresh clone sees
+lint-imports --no-cache  # the layer contracts of pyproject.toml ([tool.importlinter])
 if [ "$FRESH" = 0 ]; then
   exec python -m pytest tests -p no:cacheprovider "$@"
 fi

@@ -32,6 +32,7 @@ from tests.cluster.fixtures import skip_or_fail  # noqa: E402
 
 if TYPE_CHECKING:
     import docker
+
     from repro.pipeline.up import UpResult
     from repro.results.store import Store
 

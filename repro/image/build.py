@@ -29,6 +29,7 @@ from repro.results.redact import redact_argv, redact_text
 
 if TYPE_CHECKING:
     import docker
+
     from repro.manifest import LoadedStack
 
 Progress = Callable[[str], None]

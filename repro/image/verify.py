@@ -19,6 +19,7 @@ from repro.manifest.software import mismatches as software_mismatches
 
 if TYPE_CHECKING:
     import docker
+
     from repro.manifest.schema import Stack
 
 PROBE = r'''
