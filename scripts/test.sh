@@ -91,17 +91,17 @@ log "setup: $((SECONDS - phase_start)) s"
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 tests/cluster/local-docker.sh ensure
-# Integration prerequisites missing is a failure here, not a skip.
+# Integration prerequisites missing is a failure here, not a skip. --durations: where the CI budget goes.
 export REPRO_TESTS_STRICT=1
 ruff check --no-cache repro tests bench  # no cache: what a fresh clone sees
 lint-imports --no-cache  # the layer contracts of pyproject.toml ([tool.importlinter])
 if [ "$FRESH" = 0 ]; then
-  exec python -m pytest tests -p no:cacheprovider "$@"
+  exec python -m pytest tests -p no:cacheprovider --durations=30 "$@"
 fi
 phase_start=$SECONDS
 # In the background, so that INT/TERM reach the traps at once (not after pytest ends); the EXIT trap
 # sends pytest one SIGTERM, which tests/cluster/fixtures.py turns into a clean teardown of the cluster.
-python -m pytest tests -p no:cacheprovider "$@" &
+python -m pytest tests -p no:cacheprovider --durations=30 "$@" &
 PYTEST_PID=$!
 status=0
 wait "$PYTEST_PID" || status=$?

@@ -19,7 +19,7 @@ import yaml
 
 from repro.results.store import Store
 from tests.cluster.fixtures import Cluster
-from tests.cluster.slurm_jobs import job_processes, queue, slurm, wait_nodes_idle
+from tests.cluster.slurm_jobs import cancel_all, job_processes, queue, slurm, wait_nodes_idle
 from tests.integration.cli import ROOT, run_repro
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slurm, pytest.mark.docker, pytest.mark.tf]
@@ -162,9 +162,12 @@ def test_compare_lines_the_slurm_run_up_with_a_direct_ssh_run(slurm_cluster, sto
 def run_until(inventory: Path, store: Path, args: list[str], started: str, log: Path, timeout: float = 600):
     """Start `repro bench` and return it once its stderr (written to `log`) shows `started`."""
     handle = log.open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "repro", "bench", "--stack", STACK, "--hosts", str(inventory),
-                             "--scheduler", "slurm", "--store", str(store), *args], cwd=ROOT, text=True,
-                            stdout=subprocess.DEVNULL, stderr=handle)
+    # SIGINT at its default, as in a terminal: scripts/test.sh runs pytest in the background, where a
+    # non-interactive shell leaves SIGINT ignored, and an ignored SIGINT is inherited
+    argv = [sys.executable, "-m", "repro", "bench", "--stack", STACK, "--hosts", str(inventory), "--scheduler", "slurm",
+            "--store", str(store), *args]
+    proc = subprocess.Popen(["env", "--default-signal=INT", *argv], cwd=ROOT, text=True, stdout=subprocess.DEVNULL,
+                            stderr=handle)
     deadline = time.monotonic() + timeout
     while started not in log.read_text():
         assert proc.poll() is None, log.read_text()
@@ -177,9 +180,14 @@ def test_ctrl_c_cancels_the_job_and_records_the_point_as_interrupted(slurm_clust
     before = {r.id for r in Store(store).records()}
     proc, log = run_until(inventory, store, ["--runtime", "docker", "--workers", "2", *LONG], "running (h[1-2])",
                           tmp_path / "bench.log")
-    time.sleep(15)  # the ranks are in their containers, stepping
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=180) == 130, log.read_text()
+    try:
+        time.sleep(15)  # the ranks are in their containers, stepping
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=180) == 130, log.read_text()
+    finally:
+        if proc.poll() is None:  # never leave the job to the next test
+            proc.kill()
+            cancel_all(slurm_cluster)
     (rec,) = new_records(store, before)
     assert rec.status == "failed" and rec.failure.startswith("interrupted"), rec.failure
     assert rec.slurm.state == "CANCELLED" and rec.slurm.nodes == ["h1", "h2"]
@@ -201,6 +209,7 @@ def test_an_scancel_from_outside_gives_a_failed_record_saying_so(slurm_cluster, 
     finally:
         if proc.poll() is None:
             proc.kill()
+            cancel_all(slurm_cluster)
     (rec,) = new_records(store, before)
     assert rec.status == "failed" and "cancelled outside repro" in rec.failure, rec.failure
     assert rec.slurm.state == "CANCELLED" and rec.slurm.job_id == job.split()[0]
