@@ -9,8 +9,8 @@ regenerate them and review the diff:
 
 from __future__ import annotations
 
-import os
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,11 +20,11 @@ from repro.image.build import BuildOptions, plan_build
 from repro.image.render import RenderOptions, render_apptainer, render_dockerfile
 from repro.manifest import load_stack
 from repro.manifest.software import same
+from tests import golden
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
 GOLDEN = ROOT / "tests" / "data" / "golden"
-UPDATE = os.environ.get("REPRO_UPDATE_GOLDEN") == "1"
 WHEEL = "horovod-0.28.1-cp311-cp311-linux_x86_64.whl"
 
 
@@ -43,13 +43,7 @@ def apt_listed(text: str, package: str) -> bool:
     return re.search(rf"^ +{re.escape(package)}( &&)? \\$", text, re.MULTILINE) is not None
 
 
-def assert_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"{path} missing: run with REPRO_UPDATE_GOLDEN=1 to create it"
-    assert text == path.read_text(), f"{name} differs from its golden file (REPRO_UPDATE_GOLDEN=1 to accept)"
+assert_golden = partial(golden.assert_golden, GOLDEN)
 
 
 # -- golden files --------------------------------------------------------------------------------------

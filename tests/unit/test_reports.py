@@ -9,8 +9,8 @@ The golden files in tests/data/golden/reports/ are compared whole; after an inte
 from __future__ import annotations
 
 import json
-import os
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -22,20 +22,15 @@ from repro.results import metrics
 from repro.results.record import RunRecord, Settings, StackRef
 from repro.results.report import scaling_table
 from repro.results.summary import allreduce_document, allreduce_report, allreduce_sweeps, tta_document, tta_report
+from tests import golden
 from tests.unit import real_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "golden" / "reports"
-UPDATE = os.environ.get("REPRO_UPDATE_GOLDEN") == "1"
 ALLREDUCE = GOLDEN / "allreduce-2workers.record.json"  # a real run: repro bench --workload allreduce, 2 local ranks
 
 
-def assert_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.write_text(text)
-    assert path.exists(), f"{path} missing: run with REPRO_UPDATE_GOLDEN=1 to create it"
-    assert text == path.read_text(), f"{name} differs from its golden file (REPRO_UPDATE_GOLDEN=1 to accept)"
+assert_golden = partial(golden.assert_golden, GOLDEN)
 
 
 def sides() -> tuple[list[RunRecord], list[RunRecord]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,10 @@ from repro.launch.points import SweepSpec, expand
 from repro.launch.schedulers.sbatch import BatchPlan
 from repro.launch.schedulers.slurm import Slurm
 from repro.manifest import load_stack
+from tests import golden
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "golden" / "slurm"
-UPDATE = os.environ.get("REPRO_UPDATE_GOLDEN") == "1"
 TAG = "repro/stack:69584d3bcf4ba9e5"
 SITE_VARS = {"repro_slurm_submit_host": "login1", "repro_slurm_partition": "debug",
              "repro_charliecloud_images": "/shared/charliecloud", "repro_enroot_images": "/shared/enroot",
@@ -66,12 +67,7 @@ def batch_plan(runtime: str, launcher: str, *, workers: int = 2, inventory: Inve
     return slurm.plan(point, place(inventory, workers), runtime, ctx)
 
 
-def assert_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.write_text(text)
-    assert path.exists(), f"{path} missing: run with REPRO_UPDATE_GOLDEN=1 to create it"
-    assert text == path.read_text(), f"{name} differs from its golden file (REPRO_UPDATE_GOLDEN=1 to accept)"
+assert_golden = partial(golden.assert_golden, GOLDEN)
 
 
 def shellcheck(text: str, tmp_path: Path, name: str = "job.sbatch") -> None:
