@@ -71,18 +71,14 @@ def plain_run(sizes: list[int], iterations: int, warmup: int, cluster=None) -> d
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write(PLAIN)
     program = [sys.executable, fh.name, json.dumps(sizes), str(iterations), str(warmup)]
-    common = ["--bind-to", "none", "--mca", "pml", "ob1", "--mca", "btl", "^openib"]
     env = None
     if cluster is None:
-        argv = ["mpirun", "--allow-run-as-root", "-np", "2", "-H", "localhost:2", *common, *program]
+        argv = ["mpirun", "--allow-run-as-root", "-np", "2", "-H", "localhost:2", "--bind-to", "none",
+                "--mca", "pml", "ob1", "--mca", "btl", "^openib", *program]
     else:
-        from tests.cluster.fixtures import cluster_env
+        from tests.cluster.fixtures import cluster_env, mpirun_across
 
-        h1, h2 = cluster.hosts
-        rsh = f"-i {cluster.key} -o UserKnownHostsFile={cluster.known_hosts} -o StrictHostKeyChecking=yes"
-        argv = ["bash", str(REPO / "tests" / "cluster" / "cluster.sh"), "exec", "h1", "mpirun", "--allow-run-as-root",
-                "-np", "2", "-H", f"{h1.address}:1,{h2.address}:1", *common, "--mca", "plm_rsh_args", rsh,
-                "--mca", "btl_tcp_if_include", "eth0", "--mca", "oob_tcp_if_include", "eth0", "-x", "PATH", *program]
+        argv = mpirun_across(cluster, program)
         env = cluster_env(cluster.name, cluster.state_dir)
     out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout
     os.unlink(fh.name)

@@ -36,7 +36,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.cluster.fixtures import cluster_env, host_runtime_inventory, running_cluster  # noqa: E402
+from tests.cluster.fixtures import (  # noqa: E402
+    cluster_env,
+    host_runtime_inventory,
+    mpirun_across,
+    running_cluster,
+)
 
 STACK = REPO / "stacks" / "cpu-tf215.yaml"
 CNN = ["--model", "resnet20", "--batch-size", "8", "--warmup-steps", "1", "--steps", "1000000"]
@@ -119,19 +124,14 @@ def interrupt_once(repro_side: bool, delay: float, cap: float, store: Path) -> f
 
 
 def lost_host_once(cluster, repro_side: bool, delay: float, cap: float, tmp: Path) -> float | None:
-    h1, h2 = cluster.hosts
+    h2 = cluster.host("h2")
     if repro_side:
         path = host_runtime_inventory(cluster, tmp / "inventory.yml")
         argv = [sys.executable, "-m", "repro", "bench", "--stack", str(STACK), "--runtime", "host", "--hosts",
                 str(path), "--workers", "2", *CNN[2:], "--store", str(tmp / "store")]
         proc = subprocess.Popen(argv, cwd=REPO, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     else:
-        rsh = f"-i {cluster.key} -o UserKnownHostsFile={cluster.known_hosts} -o StrictHostKeyChecking=yes"
-        argv = ["bash", str(REPO / "tests" / "cluster" / "cluster.sh"), "exec", "h1", "mpirun", "--allow-run-as-root",
-                "-np", "2", "-H", f"{h1.address}:1,{h2.address}:1", "--bind-to", "none",
-                "--mca", "plm_rsh_args", rsh, "--mca", "btl_tcp_if_include", "eth0", "--mca", "oob_tcp_if_include",
-                "eth0", "--mca", "pml", "ob1", "--mca", "btl", "^openib", "-x", "PATH",
-                sys.executable, "-m", "repro.workloads.cnn", *CNN, "--intra-threads", "1"]
+        argv = mpirun_across(cluster, [sys.executable, "-m", "repro.workloads.cnn", *CNN, "--intra-threads", "1"])
         proc = subprocess.Popen(argv, cwd=REPO, env=cluster_env(cluster.name, cluster.state_dir), text=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

@@ -243,6 +243,18 @@ def host_runtime_inventory(cluster: Cluster, path: Path) -> Path:
     return path
 
 
+def mpirun_across(cluster: Cluster, program: Sequence[str]) -> list[str]:
+    """argv of a plain mpirun started on h1, one rank on each host of the cluster, reaching the others with
+    the cluster key and known_hosts (host keys checked); run it with env=cluster_env(...). The peer of
+    repro's own launch in the bench/ scripts."""
+    hosts = ",".join(f"{h.address}:1" for h in cluster.hosts)
+    rsh = f"-i {cluster.key} -o UserKnownHostsFile={cluster.known_hosts} -o StrictHostKeyChecking=yes"
+    return ["bash", str(SCRIPT), "exec", cluster.hosts[0].name, "mpirun", "--allow-run-as-root",
+            "-np", str(len(cluster.hosts)), "-H", hosts, "--bind-to", "none", "--mca", "plm_rsh_args", rsh,
+            "--mca", "btl_tcp_if_include", "eth0", "--mca", "oob_tcp_if_include", "eth0", "--mca", "pml", "ob1",
+            "--mca", "btl", "^openib", "-x", "PATH", *program]
+
+
 def unavailable_reason(*, docker: bool = True) -> str | None:
     """Why the cluster cannot run on this machine, or None when it can."""
     if os.geteuid() != 0:
