@@ -153,6 +153,14 @@ def build_parser() -> ArgumentParser:
     return SPEC.parser(common.add_output_argument)
 
 
+def iteration_counts(nbytes: int, iterations: int = ITERATIONS, warmup: int = WARMUP,
+                     large_iterations: int = LARGE_ITERATIONS, large_bytes: int = LARGE_BYTES) -> tuple[int, int]:
+    """(timed, untimed) all-reduces for a message of `nbytes`: fewer of both from `large_bytes` on."""
+    if nbytes >= large_bytes:
+        return large_iterations, min(warmup, LARGE_WARMUP)
+    return iterations, warmup
+
+
 def expected_sum(world_size: int) -> int:
     """What every element of the reduction must be when rank r contributes r+1."""
     return world_size * (world_size + 1) // 2
@@ -253,9 +261,8 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     total = len(raw_plan) + len(plan)
 
     def counts_for(dtype: str, elements: int) -> tuple[int, int]:
-        if elements * DTYPES[dtype][1] >= args.large_bytes:
-            return args.large_iterations, min(args.warmup_iterations, LARGE_WARMUP)
-        return args.iterations, args.warmup_iterations
+        return iteration_counts(elements * DTYPES[dtype][1], args.iterations, args.warmup_iterations,
+                                args.large_iterations, args.large_bytes)
 
     raw: dict[tuple[str, int], tuple[list[float], int]] = {}
     for index, (dtype, elements) in enumerate(raw_plan):  # the whole raw sweep before Horovod's thread starts

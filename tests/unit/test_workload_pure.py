@@ -244,6 +244,15 @@ def test_sizes_and_dtypes_parse_and_reject_nonsense() -> None:
         allreduce.default_sizes(3, 2, 5)
 
 
+def test_fewer_iterations_from_large_bytes_on_with_warmup_capped() -> None:
+    assert allreduce.iteration_counts(4 * 262143) == (allreduce.ITERATIONS, allreduce.WARMUP)
+    assert allreduce.iteration_counts(1 << 20) == (allreduce.LARGE_ITERATIONS, min(allreduce.WARMUP,
+                                                                                   allreduce.LARGE_WARMUP))
+    assert allreduce.iteration_counts(100, 30, 7, 12, 100) == (12, allreduce.LARGE_WARMUP)
+    assert allreduce.iteration_counts(99, 30, 7, 12, 100) == (30, 7)
+    assert allreduce.iteration_counts(1 << 30, 30, 0, 12) == (12, 0)
+
+
 def test_latency_of_an_iteration_is_the_mean_over_ranks() -> None:
     assert allreduce.mean_over_ranks([[1.0, 2.0], [3.0, 6.0]]) == [2.0, 4.0]
     with pytest.raises(common.WorkloadError):
