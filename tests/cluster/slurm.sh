@@ -144,8 +144,16 @@ kill_slurmd() {
   stepds=$(for p in $(ip netns pids "$(ns_of "$i")" 2>/dev/null); do
     [[ $(cat "/proc/$p/comm" 2>/dev/null) == slurmstepd ]] && echo "$p"
   done || true)
+  # A dead node reports nothing. Killing all at once is not enough: a step daemon that outlives its task by
+  # a moment tells srun "task 1: Exited with exit code 137", and the job ends FAILED before Slurm notices
+  # the node (seen once, in a fresh-mode test run). So the daemons are frozen first, then their tasks, then
+  # all of them killed.
+  # shellcheck disable=SC2086 # word splitting of the pid lists is intended
+  kill -STOP $pid $stepds 2>/dev/null || true
   pids="$pid $(descendants "$pid $stepds")"
-  # shellcheck disable=SC2086 # word splitting of the pid list is intended
+  # shellcheck disable=SC2086
+  kill -STOP $pids 2>/dev/null || true
+  # shellcheck disable=SC2086
   kill -KILL $pids 2>/dev/null || true
   for pid in $pids; do
     local deadline=$((SECONDS + 10))
