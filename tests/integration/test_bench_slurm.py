@@ -31,8 +31,9 @@ LONG = ("--warmup-steps", "1", "--steps", "5000", "--batch-size", "8", "--repeat
 
 
 @pytest.fixture(scope="module")
-def store(slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The CPU stack's image built, verified, locked and shipped to h1's and h2's engines."""
+def store(slurm_cluster: Cluster, cpu_image, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CPU stack's image (built once per session by `cpu_image`, which first provisions the local engine,
+    the base image and the wheelhouse), verified, locked and shipped to h1's and h2's engines."""
     root = tmp_path_factory.mktemp("slurm-store")
     run_repro("up", STACK, "--hosts", str(slurm_cluster.inventory), "--store", str(root), "--quiet", timeout=3600)
     return root
