@@ -23,6 +23,13 @@ moves smoothly with the share of each phase, which is what enough repeats make e
 slow phase is most common in a run's first iterations (TCP's window still growing), hence 100 timed
 iterations per size by default rather than the workload's 10 from 1 MiB on: with 30, a plain mpirun alone
 spent 34% of its iterations at 1 MiB in the slow phase over 12 runs, with 300, 12%.
+
+At 1 MiB on the test cluster the default 5 repeats of 100 iterations do not resolve 5%: single repeats range
+from 0.5 to 2.0 there. Use `--cluster --sizes 262144,1048576 --iterations 1000 --large-iterations 1000
+--repeats 20` (about 9 minutes). With that run, the watch on a point's hosts showed up. It had probed each
+remote host with a new TCP connection every 2 s, and sshd forked for each one. raw/plain at 1 MiB was 0.89
+then. It was 1.06 with the probes switched off, and 1.16 with the probes sent as keepalives over one held SSH
+connection (repro.launch.runtimes.watch.HeldLine).
 """
 
 from __future__ import annotations

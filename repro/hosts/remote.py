@@ -155,6 +155,15 @@ class Remote:
         self._conn = conn
         return client
 
+    def transport(self):
+        """The connection's SSH transport, opened (or opened again, if it dropped) on demand; HostError when it
+        cannot be opened."""
+        if self._conn is not None:
+            transport = self._conn.client.get_transport()
+            if transport is None or not transport.is_active():
+                self.close()
+        return self._client().get_transport()
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
