@@ -19,10 +19,12 @@ if [[ -n $ROOT_DIR ]]; then
   LOG=$ROOT_DIR/dockerd.log
   PIDFILE=$ROOT_DIR/dockerd.pid
   MARKER=$ROOT_DIR/started.pid
+  EXEC_ROOT=$ROOT_DIR/exec
 else
   LOG=/var/log/repro-dockerd.log
   PIDFILE=/var/run/docker.pid
   MARKER=/var/run/repro-local-dockerd.pid # pid of the dockerd this script started
+  EXEC_ROOT=/var/run/docker # dockerd's default
 fi
 READY_TIMEOUT=${REPRO_DOCKERD_TIMEOUT:-60}
 
@@ -32,6 +34,28 @@ say() { echo "local-docker: $*" >&2; }
 engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
 
 alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
+
+# runs_as PID COMM: PID is a live process (not a zombie) named COMM.
+runs_as() {
+  local pid=${1:-} comm=$2 state
+  [[ $pid =~ ^[0-9]+$ ]] && [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$comm" ]] || return 1
+  state=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+  [[ -n $state && $state != Z ]]
+}
+
+# A pid file outlives its process when the machine's processes are killed (a session or CI job that
+# ends), and its pid may belong to another process since. dockerd checks neither file's process name:
+# with its own pid file naming a live pid it refuses to start, and with EXEC_ROOT/containerd/
+# containerd.pid naming one it adopts that "containerd" and fails after 15 s ("timeout waiting for
+# containerd to start"; seen on a reused CI machine, the pid then a kernel worker's).
+clear_stale_pidfile() {
+  local file=$1 comm=$2 pid
+  [[ -f $file ]] || return 0
+  pid=$(cat "$file" 2>/dev/null || true)
+  runs_as "$pid" "$comm" && return 0
+  say "removing $file: pid ${pid:-(none)} is not a running $comm (left by an engine that was killed)"
+  rm -f "$file"
+}
 
 # The private engine runs in its own mount namespace: its overlay mounts stay out of the machine's
 # mount table, and a tmpfs over /run/containerd makes it start its own containerd (below its exec root)
@@ -60,9 +84,11 @@ ensure() {
   command -v dockerd >/dev/null || die "dockerd is not installed (apt-get install -y docker.io)"
   local pid
   pid=$(cat "$PIDFILE" 2>/dev/null || true)
-  if alive "$pid"; then
+  if runs_as "$pid" dockerd; then
     say "dockerd (pid $pid) runs but does not answer yet; waiting"
   else
+    clear_stale_pidfile "$PIDFILE" dockerd
+    clear_stale_pidfile "$EXEC_ROOT/containerd/containerd.pid" containerd
     say "starting dockerd (log: $LOG)"
     if [[ -n $ROOT_DIR ]]; then
       start_private
