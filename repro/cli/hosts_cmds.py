@@ -59,7 +59,7 @@ def _progress(verbose: bool):
 def _failure_text(h) -> str:
     """'h2: unreachable: <why>' or 'h1: failed at <role> / <task>: <why>'."""
     if h.unreachable:
-        return f"{h.host}: unreachable: {h.failure.message if h.failure else 'no reason given'}"
+        return f"{h.host}: unreachable: {h.why_unreachable}"
     if h.failure is not None:
         return f"{h.host}: failed at {h.failure.role or '-'} / {h.failure.task}: {h.failure.message}"
     return f"{h.host}: {h.status}"
@@ -74,7 +74,7 @@ def _summary_rows(result) -> list[list[str]]:
             continue
         notes = []
         if out.unreachable:
-            notes.append(f"unreachable: {out.failure.message if out.failure else ''}".strip())
+            notes.append(f"unreachable: {out.why_unreachable}")
             notes.append("nothing after this ran on the host")
         elif out.failure is not None:
             f = out.failure

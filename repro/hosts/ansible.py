@@ -93,6 +93,16 @@ class HostOutcome:
     failure: TaskResult | None = None
     last_task: TaskResult | None = None
     facts: dict[str, Any] | None = None  # raw repro_facts output (full gather only)
+    probe: str | None = None  # why the SSH port did not answer repro's own check, after Ansible found it unreachable
+
+    @property
+    def why_unreachable(self) -> str:
+        """repro's own finding first: Ansible's message can hide the cause (a refused connection comes back as
+        "Data could not be sent ... Broken pipe" when ssh exits before Ansible has written the module to it)."""
+        said = self.failure.message if self.failure else ""
+        if self.probe:
+            return self.probe + (f" (Ansible: {said})" if said else "")
+        return said or "no reason given"
 
     @property
     def status(self) -> str:

@@ -111,7 +111,7 @@ def missing_facts(outcome: RunOutcome, inventory: Inventory, facts: Mapping[str,
         if h.name in facts or (got is None and limit is not None):
             continue
         if got is not None and got.unreachable:
-            missing[h.name] = f"unreachable: {got.failure.message if got.failure else 'no reason given'}"
+            missing[h.name] = f"unreachable: {got.why_unreachable}"
         elif got is not None and got.failure is not None:
             missing[h.name] = f"no facts: failed at {got.failure.role or '-'}: {got.failure.task}"
         else:

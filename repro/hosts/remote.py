@@ -53,13 +53,30 @@ def docker_argv(host: Host, *args: str) -> list[str]:
 
 def reachable(host: Host, timeout: float = 3.0) -> bool:
     """Whether the host's SSH port accepts a TCP connection (always true for a local host)."""
+    return port_failure(host, timeout) is None
+
+
+def port_failure(host: Host, timeout: float = 3.0) -> str | None:
+    """Why the host's SSH port accepts no TCP connection, in one line; None when it does (or the host is local)."""
     if host.local:
-        return True
+        return None
     try:
         with socket.create_connection((host.address, host.port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+            return None
+    except OSError as exc:
+        return socket_failure(exc, host, timeout)
+
+
+def port_failures(hosts: Iterable[Host], timeout: float = 3.0) -> dict[str, str]:
+    """`port_failure` of every host at once; host name -> why, for the hosts whose SSH port does not answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = list(hosts)
+    if not todo:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
+        found = pool.map(lambda h: (h.name, port_failure(h, timeout)), todo)
+        return {name: why for name, why in found if why}
 
 
 _CONNECT_HINTS = {
@@ -72,7 +89,6 @@ _CONNECT_HINTS = {
 
 def connect_failure(exc: BaseException, host: Host, known: Path, timeout: float) -> str:
     """One line saying why an SSH connection to `host` failed, from the exception paramiko or socket raised."""
-    import errno
 
     where = f"{host.address}:{host.port}"
     # paramiko's NoValidConnectionsError (errno None) holds the socket error of each address it tried
@@ -87,15 +103,26 @@ def connect_failure(exc: BaseException, host: Host, known: Path, timeout: float)
         return f"host key of {where} is not in {known}"
     if name == "AuthenticationException":
         return f"{where} refused the login (authentication failed: wrong key or user)"
+    if isinstance(exc, (OSError, EOFError)):
+        return socket_failure(exc, host, timeout)
+    if "timed out" in text.lower():
+        return f"host {host.name} ({host.address}) does not answer (no SSH connection within {timeout:.0f} s)"
+    return f"SSH to {where} failed: {text}"
+
+
+def socket_failure(exc: OSError | EOFError, host: Host, timeout: float) -> str:
+    """One line saying why a connection to the host's SSH port failed at the network level."""
+    import errno
+
+    where = f"{host.address}:{host.port}"
+    text = str(exc).strip() or type(exc).__name__
     if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:
         return f"nothing accepts SSH connections on {where} (connection refused: sshd down?)"
     if isinstance(exc, (TimeoutError, socket.timeout)) or "timed out" in text.lower():
         return f"host {host.name} ({host.address}) does not answer (no SSH connection within {timeout:.0f} s)"
     if getattr(exc, "errno", None) in (errno.EHOSTUNREACH, errno.ENETUNREACH):
         return f"host {host.name} ({host.address}) is unreachable (no route)"
-    if isinstance(exc, (OSError, EOFError)):
-        return f"cannot reach {where} over SSH ({text})"
-    return f"SSH to {where} failed: {text}"
+    return f"cannot reach {where} over SSH ({text})"
 
 
 def preflight(hosts: Iterable[Host], *, timeout: float = PREFLIGHT_TIMEOUT) -> dict[str, str]:

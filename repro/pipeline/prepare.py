@@ -15,6 +15,7 @@ from repro.hosts import prepare as hosts_prepare
 from repro.hosts.ansible import HostOutcome, PlaybookRun, RunOutcome, TaskResult, run_playbook
 from repro.hosts.inventory import Inventory, load_inventory
 from repro.hosts.readiness import Readiness, evaluate
+from repro.hosts.remote import port_failures
 from repro.manifest import LoadedStack
 from repro.results.provenance import HostFacts
 from repro.results.store import Store, inventory_key
@@ -57,6 +58,10 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
     ident = hosts_prepare.run_ident(check, check_only)
     hosts_prepare.prune_runs(runs, KEEP_RUNS - 1)
     outcome = run_playbook(run, runs / ident, progress=progress, ident=ident, timeout=timeout)
+    # Ansible's "unreachable" can hide the cause: repro checks those hosts' SSH ports itself, all at once.
+    gone = [h for h in inventory.hosts if (o := outcome.hosts.get(h.name)) is not None and o.unreachable]
+    for name, why in port_failures(gone).items():
+        outcome.hosts[name].probe = why
     facts = hosts_prepare.gathered_facts(outcome, inventory)
     paths = {host: store.put_facts(inventory, host, f) for host, f in facts.items()}
     missing = hosts_prepare.missing_facts(outcome, inventory, facts, limit)
