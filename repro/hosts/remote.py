@@ -15,7 +15,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,14 +69,17 @@ def port_failure(host: Host, timeout: float = 3.0) -> str | None:
 
 def port_failures(hosts: Iterable[Host], timeout: float = 3.0) -> dict[str, str]:
     """`port_failure` of every host at once; host name -> why, for the hosts whose SSH port does not answer."""
+    return _problems(hosts, lambda host: port_failure(host, timeout))
+
+
+def _problems(hosts: Iterable[Host], check: Callable[[Host], str | None]) -> dict[str, str]:
+    """`check` run on every host at once (16 at most); host name -> its problem, for the hosts that have one."""
     from concurrent.futures import ThreadPoolExecutor
 
     todo = list(hosts)
-    if not todo:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
-        found = pool.map(lambda h: (h.name, port_failure(h, timeout)), todo)
-        return {name: why for name, why in found if why}
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(todo)))) as pool:
+        return {host.name: problem for host, problem in zip(todo, pool.map(check, todo), strict=True)
+                if problem}
 
 
 _CONNECT_HINTS = {
@@ -89,7 +92,6 @@ _CONNECT_HINTS = {
 
 def connect_failure(exc: BaseException, host: Host, known: Path, timeout: float) -> str:
     """One line saying why an SSH connection to `host` failed, from the exception paramiko or socket raised."""
-
     where = f"{host.address}:{host.port}"
     # paramiko's NoValidConnectionsError (errno None) holds the socket error of each address it tried
     tried = list(getattr(exc, "errors", {}).values()) if type(exc).__name__ == "NoValidConnectionsError" else []
@@ -103,14 +105,12 @@ def connect_failure(exc: BaseException, host: Host, known: Path, timeout: float)
         return f"host key of {where} is not in {known}"
     if name == "AuthenticationException":
         return f"{where} refused the login (authentication failed: wrong key or user)"
-    if isinstance(exc, (OSError, EOFError)):
+    if isinstance(exc, (OSError, EOFError)) or "timed out" in text.lower():
         return socket_failure(exc, host, timeout)
-    if "timed out" in text.lower():
-        return f"host {host.name} ({host.address}) does not answer (no SSH connection within {timeout:.0f} s)"
     return f"SSH to {where} failed: {text}"
 
 
-def socket_failure(exc: OSError | EOFError, host: Host, timeout: float) -> str:
+def socket_failure(exc: BaseException, host: Host, timeout: float) -> str:
     """One line saying why a connection to the host's SSH port failed at the network level."""
     import errno
 
@@ -130,21 +130,17 @@ def preflight(hosts: Iterable[Host], *, timeout: float = PREFLIGHT_TIMEOUT) -> d
 
     Local hosts always pass. Bounded by `timeout` per host, in parallel, so a dead host costs seconds.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    def one(host: Host) -> tuple[str, str | None]:
+    def one(host: Host) -> str | None:
         if host.local:
-            return host.name, None
+            return None
         try:
             with Remote(host, connect_timeout=timeout) as remote:
                 res = remote.run(["true"], timeout=timeout)
-            return host.name, None if res.ok else f"`true` failed there (exit {res.returncode}): {res.tail(2)}"
+            return None if res.ok else f"`true` failed there (exit {res.returncode}): {res.tail(2)}"
         except HostError as exc:
-            return host.name, exc.message.removeprefix(f"{host.name}: ")
+            return exc.message.removeprefix(f"{host.name}: ")
 
-    todo = list(hosts)
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(todo)))) as pool:
-        return {name: problem for name, problem in pool.map(one, todo) if problem}
+    return _problems(hosts, one)
 
 
 class Remote:
