@@ -100,7 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="the stack the runs belong to: a name, or a manifest file (its hash then keys them)")
     _store_option(imp)
     imp.add_argument("--format", dest="log_format", choices=("auto", "tf_cnn_benchmarks", "horovod_synthetic",
-                                                              "mlperf"),
+                                                              "torch_ddp_benchmark", "mlperf"),
                      default="auto", help="log format (default: detected, per run)")
     imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="[PATTERN:]NAME=VALUE",
                      help="a setting the logs do not show, for the files matching PATTERN (repeatable)")

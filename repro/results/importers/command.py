@@ -61,9 +61,15 @@ def _clean(text: str) -> str:
     return _PROMPT.sub("", text, count=1)
 
 
+_REDIRECT = re.compile(r"^(?:\d*[<>]|&|\||;)")  # >& out.txt, 2>&1, | tee, ; : the command's own words end
+
+
 def _flags(args: Sequence[str]) -> dict[str, str]:
     flags: dict[str, str] = {}
     i = 0
+    args = list(args)
+    end = next((k for k, a in enumerate(args) if _REDIRECT.match(a)), len(args))
+    args = args[:end]
     while i < len(args):
         arg = args[i]
         i += 1

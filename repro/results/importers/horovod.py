@@ -28,9 +28,15 @@ from repro.results.record import RankResult
 from repro.workloads.tf_cnn_benchmarks import canonical_model
 
 HOROVOD = "horovod_synthetic"
+BYTEPS = "byteps_synthetic"
 SCRIPTS = ("pytorch_synthetic_benchmark.py", "tensorflow2_synthetic_benchmark.py",
            "tensorflow_synthetic_benchmark.py", "tensorflow2_keras_synthetic_benchmark.py",
-           "tf2_keras_synthetic_benchmark.py", "keras_synthetic_benchmark.py", "synthetic_benchmark.py")
+           "tf2_keras_synthetic_benchmark.py", "keras_synthetic_benchmark.py", "synthetic_benchmark.py",
+           "benchmark_cross_barrier_byteps.py", "benchmark_byteps.py", "benchmark_byteps_ddp.py")
+# the flags the settings are read from; every other flag of the program's command line is a setting of its
+# own (extra.NAME), so that runs whose command lines differ are never pooled as repeats
+_MAPPED = {"model", "batch_size", "fp16_allreduce", "no_cuda"}
+DEFAULT_ITERS = 10  # --num-iters of every one of these programs
 
 _MODEL = re.compile(r"^Model:\s*(\S+)")
 _BATCH = re.compile(r"^Batch size:\s*(\d+)\s*$")
@@ -72,7 +78,23 @@ def run_indexes(lines: Sequence[Line]) -> list[int | None]:
 def _framework(script: str | None) -> str | None:
     if not script:
         return None
-    return "pytorch" if "pytorch" in script else "tensorflow"
+    return "pytorch" if "pytorch" in script or "byteps" in script else "tensorflow"
+
+
+def program(lines: Sequence[Line], script: str | None) -> str | None:
+    """Which program printed the run: BytePS's benchmark (bpslaunch, 'BytePS launching worker') or Horovod's;
+    None when the log does not tell (the output formats are the same)."""
+    if (script and "byteps" in script) or any(line.bare.startswith("BytePS launching worker") for line in lines):
+        return "byteps"
+    if script and "synthetic_benchmark" in script:
+        return "horovod"
+    return None
+
+
+def _extra_flags(shown: Shown, flags: Mapping[str, str], line: int) -> None:
+    for name, value in flags.items():
+        if name not in _MAPPED:
+            shown.put(f"extra.{name}", True if value == "True" else value, line)
 
 
 def _settings(lines: Sequence[Line], given: Mapping[str, Any]) -> tuple[Shown, tuple[str, ...], dict[str, str]]:
@@ -88,6 +110,10 @@ def _settings(lines: Sequence[Line], given: Mapping[str, Any]) -> tuple[Shown, t
             shown.put("device_kind", m.group(1), line.number)
     commands = find_commands(lines, SCRIPTS)
     cmd = commands[-1] if commands else None
+    made_by = program(lines, cmd.script if cmd else None)
+    if made_by == "byteps":
+        shown.put("workload", BYTEPS, None)
+    shown.put("extra.program", made_by, cmd.line if cmd else None)
     if cmd:
         shown.put("model", canonical_model(cmd.flag("model")) if cmd.flag("model") else None, cmd.line)
         batch = cmd.flag("batch_size")
@@ -96,8 +122,16 @@ def _settings(lines: Sequence[Line], given: Mapping[str, Any]) -> tuple[Shown, t
         shown.put("hosts", cmd.hosts, cmd.line)
         shown.put("extra.framework", _framework(cmd.script), cmd.line)
         shown.put("extra.fp16_allreduce", bool(truthy(cmd.flag("fp16_allreduce"))), cmd.line)
-        shown.put("precision", "fp32", cmd.line)  # the benchmarks compute in fp32 (--fp16-allreduce only compresses)
+        if not any("fp16" in name for name in cmd.flags if name not in ("fp16_allreduce", "fp16_pushpull")):
+            shown.put("precision", "fp32", cmd.line)  # they compute in fp32 (--fp16-allreduce only compresses)
         shown.put("data", "synthetic", cmd.line)
+        _extra_flags(shown, cmd.flags, cmd.line)
+        if "byteps" in cmd.script and "cross_barrier" in cmd.script:
+            shown.put("extra.cross_barrier", True, cmd.line)
+    model_line = next((line for line in lines if _MODEL.match(line.bare)), None)
+    if model_line is not None:  # torchvision's names are lower case (resnet50), Keras applications' not (ResNet50)
+        name = _MODEL.match(model_line.bare).group(1)
+        shown.put("extra.framework", "pytorch" if name == name.lower() else "tensorflow", model_line.number)
     for name, value in given.items():
         shown.put(name, value, None)
     if shown.get("batch_per_worker") and shown.get("workers"):
@@ -111,6 +145,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     shown, argv, env = _settings(lines, given or {})
     benchmark_started = any(_kind(line) == "benchmark" for line in lines)
     measuring = not benchmark_started
+    script = next((s for s in SCRIPTS if any(a.endswith(s) for a in argv)), None)
     warmup: list[float] = []
     measured: list[float] = []
     total = mean = None
@@ -130,6 +165,9 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
             m = _TOTAL.match(t)
             total = (int(m.group(1)), float(m.group(3)), float(m.group(4)), line.number, m.group(2))
     has_iters = any(_kind(line) == "iter" for line in lines)
+    rule = _warmup_rule(script, benchmark_started, measured, mean, batch)
+    if rule == KERAS_EPOCH0 and measured:
+        warmup, measured = [*warmup, measured[0]], measured[1:]
     if total is None and not has_iters:
         raise error(file, lines[-1].number, "the benchmark's run has no iterations and no summary (log cut?)",
                     "'Iter #0: 185.9 img/sec per GPU' lines and 'Total img/sec on 4 GPU(s): 745.2 +-4.8'",
@@ -140,6 +178,13 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
                         f"'Total img/sec on {shown.get('workers')} GPU(s): ...'", f"{total[0]} workers")
         shown.put("workers", total[0], total[3])
     warnings = _warnings(elided, batch, has_iters, total)
+    iters = shown.get("extra.num_iters")
+    expected = int(iters) if isinstance(iters, str) and iters.isdigit() else DEFAULT_ITERS
+    failure = None
+    if total is None and not elided:  # every one of these programs prints its summary last
+        count = len(measured) + (1 if rule == KERAS_EPOCH0 else 0)
+        failure = (f"the log ends after {count} of {expected} iterations, before the summary (cut, or the run "
+                   f"died; line {lines[-1].number})")
     workers = shown.get("workers")
     seen = seen_in(lines)
     kind_ = shown.get("device_kind") or (total[4] if total else "GPU")
@@ -148,14 +193,36 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     ranks = (RankResult(rank=0, device=device, warmup_times=warmup, step_times=measured,
                         items_per_step=batch * workers),) if measured and batch and workers else ()
     settings = {k: v for k, v in shown.values.items() if k != "device_kind"}
-    metrics = {"format": HOROVOD, "total_images_per_sec": total[1] if total else None,
+    metrics = {"format": HOROVOD, "program": shown.get("extra.program"), "warmup_rule": rule,
+               "total_images_per_sec": total[1] if total else None,
                "total_images_per_sec_conf": total[2] if total else None, "img_sec_per_device": mean,
                "iterations": len(measured), "warmup_iterations": len(warmup), "elided_lines": elided[:20]}
     return ParsedRun(
         format=HOROVOD, file=file, first_line=lines[0].number, last_line=lines[-1].number, settings=settings,
         where=shown.where, ranks=ranks, figure=total[1] if total else None, figure_line=total[3] if total else None,
-        metrics=metrics, software=dict(seen.software), devices=seen.names, command=argv, env=env,
+        metrics=metrics, software=dict(seen.software), devices=seen.names, command=argv, env=env, failure=failure,
         warnings=tuple(warnings), tail=tail_of([line.text for line in lines]))
+
+
+KERAS_EPOCH0 = "keras: Iter #0 is the warm-up (the program leaves it out of its mean)"
+BENCHMARK_LINE = "iterations after 'Running benchmark...'"
+
+
+def _warmup_rule(script: str | None, benchmark_started: bool, measured: list[float], mean: float | None,
+                 batch: int | None) -> str:
+    """The program's own warm-up rule. Horovod's Keras benchmark (tensorflow2_keras_synthetic_benchmark.py)
+    prints no 'Running benchmark...' and times its warm-up as epoch 0, which it prints as Iter #0 and leaves
+    out of its mean; without the command line, the printed mean tells which rule made it."""
+    if benchmark_started:
+        return BENCHMARK_LINE
+    if script and "keras" in script:
+        return KERAS_EPOCH0
+    if mean and batch and len(measured) > 2:
+        rates = [batch / t for t in measured]
+        all_mean, rest_mean = sum(rates) / len(rates), sum(rates[1:]) / len(rates[1:])
+        if abs(rest_mean - mean) < abs(all_mean - mean):
+            return KERAS_EPOCH0
+    return "every iteration"
 
 
 def _warnings(elided: list[int], batch: int | None, has_iters: bool, total: tuple | None) -> list[str]:
@@ -170,10 +237,12 @@ def _warnings(elided: list[int], batch: int | None, has_iters: bool, total: tupl
     return out
 
 
+def groups(lines: Sequence[Line]) -> list[list[Line]]:
+    """The lines of each synthetic-benchmark run (groups without an iteration or summary are not ours)."""
+    return [group for group in split.groups(lines, run_indexes(lines))
+            if any(_kind(line) in ("iter", "total", "mean") for line in group)]
+
+
 def read(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> list[ParsedRun]:
-    """Every synthetic-benchmark run in a log's lines (groups without an iteration or summary are not ours)."""
-    runs = []
-    for group in split.groups(lines, run_indexes(lines)):
-        if any(_kind(line) in ("iter", "total", "mean") for line in group):
-            runs.append(read_run(group, file, given))
-    return runs
+    """Every synthetic-benchmark run in a log's lines."""
+    return [read_run(group, file, given) for group in groups(lines)]
