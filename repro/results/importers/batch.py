@@ -73,8 +73,12 @@ def import_file(path: str, stack: StackRef, overrides: Sequence[Override], known
         sha = content_hash(data)
         if (stack.hash, sha) in known:
             ids = known[(stack.hash, sha)]
-            return FileResult(path, "skipped", message=f"already imported into stack {stack.name} "
-                              f"(same content as record{'s' if len(ids) > 1 else ''} {', '.join(ids[:3])})")
+            message = (f"already imported into stack {stack.name} (same content as record{'s' if len(ids) > 1 else ''}"
+                       f" {', '.join(ids[:3])}{'...' if len(ids) > 3 else ''})")
+            if for_file(overrides, path):  # a corrected --set is not applied to what is stored: say how
+                message += (f"; to import it again with these --set values, remove the earlier records first: "
+                            f"repro rm {' '.join(ids)}")
+            return FileResult(path, "skipped", message=message)
         mine = for_file(overrides, path)
 
         def given(index: int, first: int, last: int) -> dict[str, Any]:
