@@ -91,9 +91,33 @@ def _workers(platform: str | None, global_batch: Any, local_batch: Any) -> tuple
         size = _SYSTEM_SIZE.get(m.group(2).strip().lower())
         if size:
             return int(m.group(1)) * size, f"submission_platform {text!r}: {m.group(1)} x {size} accelerators"
-    if m := re.fullmatch(r"[a-z]+[-_][a-z0-9]+[-_](\d+)(?:[-_].*)?", text, re.I):
+    if m := re.fullmatch(r"[A-Za-z][\w.]*(?:-[\w.]+)*-(\d+)", text):  # gpu-v100-8, tpu-v3-32, TPUv3-8192
         return int(m.group(1)), f"submission_platform {text!r}"
     return None, ""
+
+
+def _systems(platform: str | None) -> int | None:
+    """The host count a platform name gives: '2xNVIDIA DGX A100' ran on 2 systems."""
+    m = re.fullmatch(r"(\d+)x\s*(?:NVIDIA\s+)?(.+)", (platform or "").strip(), re.I)
+    return int(m.group(1)) if m and m.group(2).strip().lower() in _SYSTEM_SIZE else None
+
+
+def _accuracy(value: Any) -> float | dict[str, float] | None:
+    """An eval_accuracy value: a number, or a mapping of numbers (Mask R-CNN's BBOX and SEGM mAP)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, dict) and value and all(isinstance(v, (int, float)) for v in value.values()):
+        return {str(k): float(v) for k, v in value.items()}
+    return None
+
+
+def _ms(e: dict[str, Any]) -> float | None:
+    """An event's time in milliseconds: its time_ms, or its time_s (some submitters log seconds)."""
+    for key, scale in (("time_ms", 1.0), ("time_s", 1000.0)):
+        value = e.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value) * scale
+    return None
 
 
 def _first(events: Sequence[tuple[dict[str, Any], int]], key: str) -> tuple[dict[str, Any], int] | None:
@@ -127,17 +151,18 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     workers, how = _workers(str(platform[0].get("value")) if platform else None,
                             batch[0].get("value") if batch else None, local[0].get("value") if local else None)
     shown.put("workers", workers, (local or platform or (None, None))[1])
+    shown.put("hosts", _systems(str(platform[0].get("value")) if platform else None), platform[1] if platform else None)
     if local and isinstance(local[0].get("value"), int):
         shown.put("batch_per_worker", local[0]["value"], local[1])
     for name, value in (given or {}).items():
         shown.put(name, value, None)
-    accuracies = [(e, n) for e, n in events if e["key"] == "eval_accuracy" and isinstance(e.get("value"), (int, float))]
+    accuracies = [(e, n) for e, n in events if e["key"] == "eval_accuracy" and _accuracy(e.get("value")) is not None]
     meta = stop[0].get("metadata")
     status = str(meta.get("status", "")).lower() if isinstance(meta, dict) else ""
-    times = [e.get("time_ms") for e, _ in (start, stop)]
-    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times):
-        raise error(file, stop[1], "run_start or run_stop has no time_ms", '"time_ms": 1593154759901')
-    seconds = (float(times[1]) - float(times[0])) / 1000.0
+    times = [_ms(e) for e, _ in (start, stop)]
+    if times[0] is None or times[1] is None:
+        raise error(file, stop[1], "run_start or run_stop has no time_ms (or time_s)", '"time_ms": 1593154759901')
+    seconds = (times[1] - times[0]) / 1000.0
     target = _first(events, "eval_target")
     last = accuracies[-1][0] if accuracies else None
     name = str(shown.get("extra.benchmark") or "")
@@ -147,8 +172,8 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         "format": MLLOG, "reached": status == "success", "status": status or None,
         "time_to_accuracy_s": round(seconds, 3) if status == "success" else None, "run_s": round(seconds, 3),
         "target": target[0].get("value") if target else None,
-        "final_top1": float(last["value"]) if last and classification else None,
-        "final_accuracy": float(last["value"]) if last else None,
+        "final_top1": _accuracy(last["value"]) if last and classification else None,
+        "final_accuracy": _accuracy(last["value"]) if last else None,  # Mask R-CNN: {"BBOX": .., "SEGM": ..}
         "accuracy_metric": "top1" if classification else _METRICS.get(name, "eval_accuracy"),
         "epochs": _epoch(last) if name not in _NOT_EPOCHS else None,
         "epoch_num": _epoch(last),
@@ -158,6 +183,10 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         "workers_from": how or None,
     }
     warnings = [] if status else ["run_stop has no status: whether the target was reached is unknown"]
+    init = _first(events, "init_start")
+    if init and _ms(init[0]) and times[0] < (_ms(init[0]) or 0):
+        warnings.append(f"run_start (line {start[1]}) is timed before init_start (line {init[1]}): the log's "
+                        "time to accuracy counts from a time the run had not reached")
     failure = None
     if status and status != "success":
         failure = f"run_stop status: {status} (the target was not reached; line {stop[1]})"
