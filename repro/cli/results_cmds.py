@@ -88,8 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "figures (see docs/baselines). A file may hold several runs; each run becomes a record whose figure is "
         "the log's own summary (total images/sec). Settings a log does not show stay unknown unless --set "
         "states them. The same content is imported once per stack.",
-        epilog="--set [PATTERN:]NAME=VALUE[,NAME=VALUE...]: PATTERN is a glob on the file's path or name "
-        "(none: every file). NAME: model, batch, global_batch, workers, hosts, precision, xla, data, "
+        epilog="--set [PATTERN][#RUN:]NAME=VALUE[,NAME=VALUE...]: PATTERN is a glob on the file's path or name "
+        "(none: every file); #RUN picks one run of a file by its number as the import lists it (#2) or by "
+        "lines it overlaps (#40-75). NAME: model, batch, global_batch, workers, hosts, precision, xla, data, "
         "data_format, steps, warmup_steps, mode, variable_update, all_reduce, parameter_device, data_name, "
         "framework; any other name is a workload-specific setting. Example: --set 'logs/fp16-*.log:precision=fp16'"
         " --set 'logs/*:hosts=2'. exit status: 0 every file imported or skipped as already imported; 2 a file "
@@ -264,7 +265,8 @@ def _print_result(result) -> None:
         for record in result.records:
             s = record.settings
             source = record.metrics.get("source", {})
-            print(f"    {record.id}  lines {source.get('lines', '?')}  {s.workload} {s.model or '-'} "
+            number = source.get("run", 0) + 1 if isinstance(source.get("run"), int) else "?"
+            print(f"    #{number} {record.id}  lines {source.get('lines', '?')}  {s.workload} {s.model or '-'} "
                   f"workers={s.workers} {record.status} images/sec={_ips(record)}")
         for warning in result.warnings:
             print(f"    warning: {warning}")

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from repro.results.importers import split
-from repro.results.importers.command import find_commands, truthy
+from repro.results.importers.command import find_commands, parse_command, truthy
 from repro.results.importers.lines import Line, error
 from repro.results.importers.runs import ParsedRun, Shown, tail_of
 from repro.results.importers.seen import seen_in
@@ -37,6 +37,7 @@ SCRIPTS = ("pytorch_synthetic_benchmark.py", "tensorflow2_synthetic_benchmark.py
 # own (extra.NAME), so that runs whose command lines differ are never pooled as repeats
 _MAPPED = {"model", "batch_size", "fp16_allreduce", "no_cuda"}
 DEFAULT_ITERS = 10  # --num-iters of every one of these programs
+DEFAULT_BATCH = 32  # --batch-size of every one of these programs
 
 _MODEL = re.compile(r"^Model:\s*(\S+)")
 _BATCH = re.compile(r"^Batch size:\s*(\d+)\s*$")
@@ -65,6 +66,13 @@ def run_indexes(lines: Sequence[Line]) -> list[int | None]:
     out: list[int | None] = []
     for line in lines:
         k = _kind(line)
+        if k == "other" and line.rank is None and any(s in line.text for s in SCRIPTS) and \
+                parse_command(line.text, line.number, SCRIPTS) is not None:
+            k = "command"  # the command that starts the next run of a pasted session
+            if measured:
+                index, measured = index + 1, False
+            out.append(index)
+            continue
         if line.rank not in (None, 0) and k != "other":
             out.append(None)  # only rank 0 reports; other ranks' lines (if any) are not the run's
             continue
@@ -134,6 +142,10 @@ def _settings(lines: Sequence[Line], given: Mapping[str, Any]) -> tuple[Shown, t
         shown.put("extra.framework", "pytorch" if name == name.lower() else "tensorflow", model_line.number)
     for name, value in given.items():
         shown.put(name, value, None)
+    if cmd and cmd.flag("batch_size") is None and "batch_per_worker" not in shown:
+        # neither the log nor --set gives it, and the command line leaves it out: the program's default
+        shown.put("batch_per_worker", DEFAULT_BATCH, cmd.line)
+        shown.put("extra.batch_from", "the program's default (no --batch-size on its command line)", cmd.line)
     if shown.get("batch_per_worker") and shown.get("workers"):
         shown.put("global_batch", shown.get("batch_per_worker") * shown.get("workers"), None)
     return shown, cmd.argv if cmd else (), dict(cmd.env) if cmd else {}
@@ -148,6 +160,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     script = next((s for s in SCRIPTS if any(a.endswith(s) for a in argv)), None)
     warmup: list[float] = []
     measured: list[float] = []
+    numbers: list[int] = []  # the Iter # of each measured figure
     total = mean = None
     elided = [line.number for line in lines if line.elision]
     batch = shown.get("batch_per_worker")
@@ -157,8 +170,11 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
             measuring = True
         elif k == "iter" and batch:
             ips = float(_ITER.match(t).group(2))
-            if ips > 0:
-                (measured if measuring else warmup).append(batch / ips)
+            if ips > 0 and measuring:
+                measured.append(batch / ips)
+                numbers.append(int(_ITER.match(t).group(1)))
+            elif ips > 0:
+                warmup.append(batch / ips)
         elif k == "mean":
             mean = float(_MEAN.match(t).group(2))
         elif k == "total" and total is None:
@@ -166,7 +182,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
             total = (int(m.group(1)), float(m.group(3)), float(m.group(4)), line.number, m.group(2))
     has_iters = any(_kind(line) == "iter" for line in lines)
     rule = _warmup_rule(script, benchmark_started, measured, mean, batch)
-    if rule == KERAS_EPOCH0 and measured:
+    if rule == KERAS_EPOCH0 and numbers and numbers[0] == 0:  # only epoch 0 is the warm-up, where it is shown
         warmup, measured = [*warmup, measured[0]], measured[1:]
     if total is None and not has_iters:
         raise error(file, lines[-1].number, "the benchmark's run has no iterations and no summary (log cut?)",
@@ -182,7 +198,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     expected = int(iters) if isinstance(iters, str) and iters.isdigit() else DEFAULT_ITERS
     failure = None
     if total is None and not elided:  # every one of these programs prints its summary last
-        count = len(measured) + (1 if rule == KERAS_EPOCH0 else 0)
+        count = max(numbers, default=-1) + 1
         failure = (f"the log ends after {count} of {expected} iterations, before the summary (cut, or the run "
                    f"died; line {lines[-1].number})")
     workers = shown.get("workers")
@@ -192,7 +208,9 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     device = "CPU" if kind_ == "CPU" else (f"GPU:0 {name}" if name else "")
     ranks = (RankResult(rank=0, device=device, warmup_times=warmup, step_times=measured,
                         items_per_step=batch * workers),) if measured and batch and workers else ()
-    settings = {k: v for k, v in shown.values.items() if k != "device_kind"}
+    settings = {k: v for k, v in shown.values.items() if k not in ("device_kind", "extra.batch_from")}
+    if shown.get("extra.batch_from"):
+        warnings.append(f"batch {shown.get('batch_per_worker')} per worker: {shown.get('extra.batch_from')}")
     metrics = {"format": HOROVOD, "program": shown.get("extra.program"), "warmup_rule": rule,
                "total_images_per_sec": total[1] if total else None,
                "total_images_per_sec_conf": total[2] if total else None, "img_sec_per_device": mean,
