@@ -100,7 +100,7 @@ def import_file(path: str, stack: StackRef, overrides: Sequence[Override], known
         if not records:
             raise problems[0] if problems else InputError(f"{path}: no run to import")
         warnings = [f"{path}:{run.first_line}: {w}" for _, run in runs for w in run.warnings]
-        warnings += [f"not imported: {_first(p)}" for p in problems]
+        warnings += [_fragment(path, p) for p in problems]
         return FileResult(path, "imported", tuple(records), warnings=tuple(warnings))
     except InputError as exc:
         return FileResult(path, "failed", error=exc)
@@ -110,6 +110,14 @@ def import_file(path: str, stack: StackRef, overrides: Sequence[Override], known
         return FileResult(path, "failed", error=InputError(
             f"{path}: cannot import this log", [Diagnostic(f"unreadable content ({type(exc).__name__}: {exc})",
                                                            Location(path))]))
+
+
+def _fragment(path: str, exc: InputError) -> str:
+    """A warning about a part of a file that is not imported, naming the part's first line."""
+    span = getattr(exc, "span", None)
+    if span is None:
+        return f"not imported: {_first(exc)}"
+    return f"{path}:{span[0]}: lines {span[0]}-{span[1]} not imported: {_first(exc)}"
 
 
 def _first(exc: InputError) -> str:

@@ -61,10 +61,12 @@ def read_runs(text: str, file: str = "<log>", fmt: str = "auto", given: Given | 
     runs: list[tuple[int, ParsedRun]] = []
     fragments: list[InputError] = []
     for index, (reader, group) in enumerate(_groups(lines, fmt), start=1):
-        mine = given(index, *_span(reader, group)) if callable(given) else (given or {})
+        first, last = _span(reader, group)
+        mine = given(index, first, last) if callable(given) else (given or {})
         try:
             runs.append((index, reader.read_run(group, file, mine)))
         except InputError as exc:
+            exc.span = (first, last)  # type: ignore[attr-defined]  # where the fragment starts, for warnings
             fragments.append(exc)
     if not runs and not fragments:
         first = next((line for line in lines if line.bare), None)

@@ -348,6 +348,12 @@ def _ours(group: Sequence[Line]) -> bool:
         any(kind(line) == "failure" for line in group)
 
 
+def span(group: Sequence[Line]) -> tuple[int, int]:
+    """A run's lines from its first line of this format (the lines before it: its command, a previous run's tail)."""
+    first = next((line.number for line in group if kind(line) != "other"), group[0].number)
+    return first, group[-1].number
+
+
 def groups(lines: Sequence[Line]) -> list[list[Line]]:
     """The lines of each tf_cnn_benchmarks run (complete or not) in a log's lines."""
     return [group for group in split.groups(lines, run_indexes(lines)) if _ours(group)]
