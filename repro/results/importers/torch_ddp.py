@@ -9,7 +9,8 @@ model ``Benchmark: resnet50 with batch size 32`` and one row per process group i
       16 GPUs --    2M/8G:  p50:  0.104s     306/s  ...
 
 Each row is a run: ``N GPUs`` ranks (workers), ``1M/8G`` the machines and GPUs per machine of the group
-(``no ddp``: the model alone, without DistributedDataParallel), and the percentiles of the iteration time
+(``no ddp``: the model alone, without DistributedDataParallel; a group whose machines x GPUs is not N is
+kept as a setting, so that its row is never pooled with another of N GPUs), and the percentiles of the iteration time
 with ``ex/sec`` = batch / that time, *per rank*. The run's figure is the job's examples/sec at the median:
 N x the p50 ex/sec (the program prints no job total). The program trains in fp32 on synthetic data.
 """
@@ -69,7 +70,9 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     shown.put("global_batch", batch * gpus, row.number)
     shown.put("hosts", int(m.group(3)) if m.group(3) else 1, row.number)
     shown.put("extra.ddp", m.group(2) != "no ddp", row.number)
-    shown.put("extra.group", m.group(2), row.number)  # machines/GPUs per machine: rows of one N stay apart
+    machines, per_machine = (int(m.group(3)), int(m.group(4))) if m.group(3) else (1, gpus)
+    if machines * per_machine != gpus:  # a group the row's GPU count does not describe: it stays apart
+        shown.put("extra.group", m.group(2), row.number)
     shown.put("extra.framework", "pytorch", row.number)
     shown.put("extra.program", TORCH_DDP, row.number)
     shown.put("precision", "fp32", lines[-2].number)  # the program has no other precision
