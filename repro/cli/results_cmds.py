@@ -85,7 +85,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Import existing results into the store as baselines: logs of tf_cnn_benchmarks (TF 1.x/2.x, "
         "one GPU, replicated, parameter server, Horovod, forward-only), of Horovod's and BytePS's synthetic "
         "benchmarks (TensorFlow, PyTorch), of PyTorch's DDP benchmark, MLPerf :::MLLOG results (time to "
-        "accuracy), or with --table a CSV of published figures (see docs/baselines). A file may hold several runs; each run becomes a record whose figure is "
+        "accuracy), or with --table a CSV of published figures (see docs/baselines). A file may hold several "
+        "runs; each run becomes a record whose figure is "
         "the log's own summary (total images/sec). Settings a log does not show stay unknown unless --set "
         "states them. The same content is imported once per stack.",
         epilog="--set [PATTERN][#RUN]:NAME=VALUE[,NAME=VALUE...]: PATTERN is a glob on the file's path or name "
