@@ -193,3 +193,11 @@ def test_no_imported_record_is_internally_inconsistent():
             assert record.failure, name
         assert s.hosts is None or s.hosts <= s.workers, name
     assert checked >= 60
+
+
+def test_a_synthetic_benchmarks_own_gpu_count_wins_over_its_command_line_and_the_difference_is_said(tmp_path):
+    text = (REAL / "docs-cray-hpc-ai-horovod-pytorch-synthetic-2x4gpu.log").read_text()
+    path = pasted(tmp_path, "np4.log", text.replace("srun --mpi=pmi2 -n 8 ", "srun --mpi=pmi2 -n 4 "))
+    (record,) = imported(path).records
+    assert (record.settings.workers, record.settings.global_batch) == (8, 768)
+    assert any("starts 4 processes" in w and "the log is used" in w for w in record.metrics["warnings"])

@@ -188,12 +188,27 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         raise error(file, lines[-1].number, "the benchmark's run has no iterations and no summary (log cut?)",
                     "'Iter #0: 185.9 img/sec per GPU' lines and 'Total img/sec on 4 GPU(s): 745.2 +-4.8'",
                     lines[-1].bare)
+    noted = []
+    commands = find_commands(lines, SCRIPTS)
+    cmd = commands[-1] if commands else None
+    if cmd and cmd.processes and shown.get("workers") not in (None, cmd.processes) \
+            and shown.where.get("workers") != cmd.line:
+        noted.append(f"the command line (line {cmd.line}) starts {cmd.processes} processes, the log (line "
+                     f"{shown.where.get('workers')}) shows {shown.get('workers')} GPU(s); the log is used")
     if total is not None:
-        if shown.get("workers") not in (None, total[0]):
+        said, where = shown.get("workers"), shown.where.get("workers")
+        from_header = any(line.number == where and _kind(line) == "devices" for line in lines)
+        if said not in (None, total[0]) and from_header:
             raise error(file, total[3], "the summary's worker count differs from the header's",
                         f"'Total img/sec on {shown.get('workers')} GPU(s): ...'", f"{total[0]} workers")
+        if said not in (None, total[0]):  # what the program printed wins over the command line a paste shows
+            noted.append(f"the command line (line {where}) starts {said} processes, the summary (line {total[3]}) "
+                         f"counts {total[0]} GPU(s); the summary is used")
+            shown.values["workers"], shown.where["workers"] = total[0], total[3]
+            if batch:
+                shown.values["global_batch"] = batch * total[0]
         shown.put("workers", total[0], total[3])
-    warnings = _warnings(elided, batch, has_iters, total)
+    warnings = [*noted, *_warnings(elided, batch, has_iters, total)]
     iters = shown.get("extra.num_iters")
     expected = int(iters) if isinstance(iters, str) and iters.isdigit() else DEFAULT_ITERS
     failure = None
@@ -211,7 +226,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     settings = {k: v for k, v in shown.values.items() if k not in ("device_kind", "extra.batch_from")}
     if shown.get("extra.batch_from"):
         warnings.append(f"batch {shown.get('batch_per_worker')} per worker: {shown.get('extra.batch_from')}")
-    metrics = {"format": HOROVOD, "program": shown.get("extra.program"), "warmup_rule": rule,
+    metrics = {"format": HOROVOD, "program": shown.get("extra.program"), "warmup_rule": rule, "noted": noted,
                "total_images_per_sec": total[1] if total else None,
                "total_images_per_sec_conf": total[2] if total else None, "img_sec_per_device": mean,
                "iterations": len(measured), "warmup_iterations": len(warmup), "elided_lines": elided[:20]}
