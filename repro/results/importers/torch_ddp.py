@@ -8,7 +8,8 @@ model ``Benchmark: resnet50 with batch size 32`` and one row per process group i
        8 GPUs --    1M/8G:  p50:  0.104s     307/s  ...
       16 GPUs --    2M/8G:  p50:  0.104s     306/s  ...
 
-Each row is a run: ``N GPUs`` ranks (workers), ``1M/8G`` the machines and GPUs per machine of the group
+Each row is a run (but the ``warmup`` row early versions print: the program's warm-up): ``N GPUs`` ranks
+(workers), ``1M/8G`` the machines and GPUs per machine of the group
 (``no ddp``: the model alone, without DistributedDataParallel; a group whose machines x GPUs is not N is
 kept as a setting, so that its row is never pooled with another of N GPUs), and the percentiles of the iteration time
 with ``ex/sec`` = batch / that time, *per rank*. The run's figure is the job's examples/sec at the median:
@@ -28,8 +29,9 @@ from repro.workloads.tf_cnn_benchmarks import canonical_model
 TORCH_DDP = "torch_ddp_benchmark"
 _SUITE = "PyTorch distributed benchmark suite"
 _BENCHMARK = re.compile(r"^Benchmark:\s+(\S+)\s+with batch size\s+(\d+)")
-_ROW = re.compile(r"^(\d+)\s+GPUs\s+--\s+(no ddp|(\d+)M/(\d+)G):\s+(p50:.*)$")
-_PERCENTILE = re.compile(r"p(\d+):\s+([0-9.]+)s\s+([0-9.]+)/s")
+_ROW = re.compile(r"^(\d+)\s+GPUs\s+--\s+(no ddp|warmup|(\d+)M/(\d+)G):\s+(p50:.*)$")
+_PERCENTILE = re.compile(r"p(\d+):\s+([0-9.]+)s?\s+([0-9.]+)/s")  # early versions print '0.098', later '0.097s'
+WARMUP = "warmup"  # early versions print their warm-up as a row: the program's own warm-up, never a run
 _HEADER = {"pytorch": re.compile(r"^\* PyTorch version:\s+(\S+)"), "cuda": re.compile(r"^\* CUDA version:\s+(\S+)"),
            "backend": re.compile(r"^\* Distributed backend:\s+(\S+)"),
            "bucket": re.compile(r"^\* Maximum bucket size:\s+(\d+)MB")}
@@ -44,7 +46,7 @@ def groups(lines: Sequence[Line]) -> list[list[Line]]:
     for line in lines:
         if _BENCHMARK.match(line.bare):
             benchmark = line
-        elif _ROW.match(line.bare) and benchmark is not None:
+        elif (m := _ROW.match(line.bare)) and benchmark is not None and m.group(2) != WARMUP:
             out.append([*header, benchmark, line])
     return out
 
