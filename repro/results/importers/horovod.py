@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from repro.results.importers import split
@@ -151,19 +152,19 @@ def _settings(lines: Sequence[Line], given: Mapping[str, Any]) -> tuple[Shown, t
     return shown, cmd.argv if cmd else (), dict(cmd.env) if cmd else {}
 
 
-def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> ParsedRun:
-    """One run's lines as a ParsedRun; InputError when it has no iterations and no summary. `given`:
-    settings stated outside the log (repro import --set), used where the log does not show them."""
-    shown, argv, env = _settings(lines, given or {})
-    benchmark_started = any(_kind(line) == "benchmark" for line in lines)
-    measuring = not benchmark_started
-    script = next((s for s in SCRIPTS if any(a.endswith(s) for a in argv)), None)
-    warmup: list[float] = []
-    measured: list[float] = []
-    numbers: list[int] = []  # the Iter # of each measured figure
-    total = mean = None
-    elided = [line.number for line in lines if line.elision]
-    batch = shown.get("batch_per_worker")
+@dataclass
+class _Scan:
+    """The figures of one run: iterations (warm-up and measured, with their Iter #), mean and summary."""
+
+    warmup: list[float] = field(default_factory=list)
+    measured: list[float] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)  # the Iter # of each measured figure
+    mean: float | None = None
+    total: tuple[int, float, float, int, str] | None = None  # workers, img/sec, +-, line, GPU|CPU
+
+
+def _scan(lines: Sequence[Line], batch: int | None, measuring: bool) -> _Scan:
+    scan = _Scan()
     for line in lines:
         k, t = _kind(line), line.bare
         if k == "benchmark":
@@ -171,23 +172,21 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         elif k == "iter" and batch:
             ips = float(_ITER.match(t).group(2))
             if ips > 0 and measuring:
-                measured.append(batch / ips)
-                numbers.append(int(_ITER.match(t).group(1)))
+                scan.measured.append(batch / ips)
+                scan.numbers.append(int(_ITER.match(t).group(1)))
             elif ips > 0:
-                warmup.append(batch / ips)
+                scan.warmup.append(batch / ips)
         elif k == "mean":
-            mean = float(_MEAN.match(t).group(2))
-        elif k == "total" and total is None:
+            scan.mean = float(_MEAN.match(t).group(2))
+        elif k == "total" and scan.total is None:
             m = _TOTAL.match(t)
-            total = (int(m.group(1)), float(m.group(3)), float(m.group(4)), line.number, m.group(2))
-    has_iters = any(_kind(line) == "iter" for line in lines)
-    rule = _warmup_rule(script, benchmark_started, measured, mean, batch)
-    if rule == KERAS_EPOCH0 and numbers and numbers[0] == 0:  # only epoch 0 is the warm-up, where it is shown
-        warmup, measured = [*warmup, measured[0]], measured[1:]
-    if total is None and not has_iters:
-        raise error(file, lines[-1].number, "the benchmark's run has no iterations and no summary (log cut?)",
-                    "'Iter #0: 185.9 img/sec per GPU' lines and 'Total img/sec on 4 GPU(s): 745.2 +-4.8'",
-                    lines[-1].bare)
+            scan.total = (int(m.group(1)), float(m.group(3)), float(m.group(4)), line.number, m.group(2))
+    return scan
+
+
+def _reconcile(shown: Shown, lines: Sequence[Line], file: str, total: tuple | None) -> list[str]:
+    """The worker count: what the program printed wins over the command line a paste shows, and where they
+    differ it is said; a summary that contradicts the program's own header is refused."""
     noted = []
     commands = find_commands(lines, SCRIPTS)
     cmd = commands[-1] if commands else None
@@ -195,46 +194,74 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
             and shown.where.get("workers") != cmd.line:
         noted.append(f"the command line (line {cmd.line}) starts {cmd.processes} processes, the log (line "
                      f"{shown.where.get('workers')}) shows {shown.get('workers')} GPU(s); the log is used")
-    if total is not None:
-        said, where = shown.get("workers"), shown.where.get("workers")
-        from_header = any(line.number == where and _kind(line) == "devices" for line in lines)
-        if said not in (None, total[0]) and from_header:
-            raise error(file, total[3], "the summary's worker count differs from the header's",
-                        f"'Total img/sec on {shown.get('workers')} GPU(s): ...'", f"{total[0]} workers")
-        if said not in (None, total[0]):  # what the program printed wins over the command line a paste shows
-            noted.append(f"the command line (line {where}) starts {said} processes, the summary (line {total[3]}) "
-                         f"counts {total[0]} GPU(s); the summary is used")
-            shown.values["workers"], shown.where["workers"] = total[0], total[3]
-            if batch:
-                shown.values["global_batch"] = batch * total[0]
-        shown.put("workers", total[0], total[3])
-    warnings = [*noted, *_warnings(elided, batch, has_iters, total)]
+    if total is None:
+        return noted
+    said, where = shown.get("workers"), shown.where.get("workers")
+    from_header = any(line.number == where and _kind(line) == "devices" for line in lines)
+    if said not in (None, total[0]) and from_header:
+        raise error(file, total[3], "the summary's worker count differs from the header's",
+                    f"'Total img/sec on {shown.get('workers')} GPU(s): ...'", f"{total[0]} workers")
+    if said not in (None, total[0]):
+        noted.append(f"the command line (line {where}) starts {said} processes, the summary (line {total[3]}) "
+                     f"counts {total[0]} GPU(s); the summary is used")
+        shown.values["workers"], shown.where["workers"] = total[0], total[3]
+        if shown.get("batch_per_worker"):
+            shown.values["global_batch"] = shown.get("batch_per_worker") * total[0]
+    shown.put("workers", total[0], total[3])
+    return noted
+
+
+def _cut(shown: Shown, scan: _Scan, elided: list[int], last_line: int) -> str | None:
+    """Why a run without its summary failed: every one of these programs prints its summary last."""
+    if scan.total is not None or elided:
+        return None
     iters = shown.get("extra.num_iters")
     expected = int(iters) if isinstance(iters, str) and iters.isdigit() else DEFAULT_ITERS
-    failure = None
-    if total is None and not elided:  # every one of these programs prints its summary last
-        count = max(numbers, default=-1) + 1
-        failure = (f"the log ends after {count} of {expected} iterations, before the summary (cut, or the run "
-                   f"died; line {lines[-1].number})")
+    count = max(scan.numbers, default=-1) + 1
+    return (f"the log ends after {count} of {expected} iterations, before the summary (cut, or the run died; "
+            f"line {last_line})")
+
+
+def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> ParsedRun:
+    """One run's lines as a ParsedRun; InputError when it has no iterations and no summary. `given`:
+    settings stated outside the log (repro import --set), used where the log does not show them."""
+    shown, argv, env = _settings(lines, given or {})
+    benchmark_started = any(_kind(line) == "benchmark" for line in lines)
+    script = next((s for s in SCRIPTS if any(a.endswith(s) for a in argv)), None)
+    elided = [line.number for line in lines if line.elision]
+    batch = shown.get("batch_per_worker")
+    scan = _scan(lines, batch, not benchmark_started)
+    has_iters = any(_kind(line) == "iter" for line in lines)
+    rule = _warmup_rule(script, benchmark_started, scan.measured, scan.mean, batch)
+    if rule == KERAS_EPOCH0 and scan.numbers and scan.numbers[0] == 0:  # only epoch 0, where it is shown
+        scan.warmup, scan.measured = [*scan.warmup, scan.measured[0]], scan.measured[1:]
+    total = scan.total
+    if total is None and not has_iters:
+        raise error(file, lines[-1].number, "the benchmark's run has no iterations and no summary (log cut?)",
+                    "'Iter #0: 185.9 img/sec per GPU' lines and 'Total img/sec on 4 GPU(s): 745.2 +-4.8'",
+                    lines[-1].bare)
+    noted = _reconcile(shown, lines, file, total)
+    warnings = [*noted, *_warnings(elided, batch, has_iters, total)]
     workers = shown.get("workers")
     seen = seen_in(lines)
     kind_ = shown.get("device_kind") or (total[4] if total else "GPU")
     name = seen.name(0)
     device = "CPU" if kind_ == "CPU" else (f"GPU:0 {name}" if name else "")
-    ranks = (RankResult(rank=0, device=device, warmup_times=warmup, step_times=measured,
-                        items_per_step=batch * workers),) if measured and batch and workers else ()
+    ranks = (RankResult(rank=0, device=device, warmup_times=scan.warmup, step_times=scan.measured,
+                        items_per_step=batch * workers),) if scan.measured and batch and workers else ()
     settings = {k: v for k, v in shown.values.items() if k not in ("device_kind", "extra.batch_from")}
     if shown.get("extra.batch_from"):
         warnings.append(f"batch {shown.get('batch_per_worker')} per worker: {shown.get('extra.batch_from')}")
     metrics = {"format": HOROVOD, "program": shown.get("extra.program"), "warmup_rule": rule, "noted": noted,
                "total_images_per_sec": total[1] if total else None,
-               "total_images_per_sec_conf": total[2] if total else None, "img_sec_per_device": mean,
-               "iterations": len(measured), "warmup_iterations": len(warmup), "elided_lines": elided[:20]}
+               "total_images_per_sec_conf": total[2] if total else None, "img_sec_per_device": scan.mean,
+               "iterations": len(scan.measured), "warmup_iterations": len(scan.warmup), "elided_lines": elided[:20]}
     return ParsedRun(
         format=HOROVOD, file=file, first_line=lines[0].number, last_line=lines[-1].number, settings=settings,
         where=shown.where, ranks=ranks, figure=total[1] if total else None, figure_line=total[3] if total else None,
-        metrics=metrics, software=dict(seen.software), devices=seen.names, command=argv, env=env, failure=failure,
-        warnings=tuple(warnings), tail=tail_of([line.text for line in lines]))
+        metrics=metrics, software=dict(seen.software), devices=seen.names, command=argv, env=env,
+        failure=_cut(shown, scan, elided, lines[-1].number), warnings=tuple(warnings),
+        tail=tail_of([line.text for line in lines]))
 
 
 KERAS_EPOCH0 = "keras: Iter #0 is the warm-up (the program leaves it out of its mean)"
