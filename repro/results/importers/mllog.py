@@ -129,14 +129,8 @@ def _epoch(e: dict[str, Any] | None) -> Any:
     return meta.get("epoch_num") if isinstance(meta, dict) else None
 
 
-def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> ParsedRun:
-    """One MLPerf run; InputError when it has no run_start or no run_stop."""
-    events = [(e, line.number) for line in lines if (e := event(line)) is not None]
-    start, stop = _first(events, "run_start"), _first(events, "run_stop")
-    if start is None or stop is None:
-        missing = "run_start" if start is None else "run_stop"
-        raise error(file, lines[-1].number, f"the MLPerf run has no {missing} event (log cut?)",
-                    f':::MLLOG {{"key": "{missing}", "time_ms": ...}}')
+def _settings(events: Sequence[tuple[dict[str, Any], int]], given: Mapping[str, Any]) -> tuple[Shown, str]:
+    """The settings the events state (completed by `given`), and how the worker count was read."""
     shown = Shown()
     shown.put("workload", TTA, None)
     if bench := _first(events, "submission_benchmark"):
@@ -154,8 +148,20 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     shown.put("hosts", _systems(str(platform[0].get("value")) if platform else None), platform[1] if platform else None)
     if local and isinstance(local[0].get("value"), int):
         shown.put("batch_per_worker", local[0]["value"], local[1])
-    for name, value in (given or {}).items():
+    for name, value in given.items():
         shown.put(name, value, None)
+    return shown, how
+
+
+def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> ParsedRun:
+    """One MLPerf run; InputError when it has no run_start or no run_stop."""
+    events = [(e, line.number) for line in lines if (e := event(line)) is not None]
+    start, stop = _first(events, "run_start"), _first(events, "run_stop")
+    if start is None or stop is None:
+        missing = "run_start" if start is None else "run_stop"
+        raise error(file, lines[-1].number, f"the MLPerf run has no {missing} event (log cut?)",
+                    f':::MLLOG {{"key": "{missing}", "time_ms": ...}}')
+    shown, how = _settings(events, given or {})
     accuracies = [(e, n) for e, n in events if e["key"] == "eval_accuracy" and _accuracy(e.get("value")) is not None]
     meta = stop[0].get("metadata")
     status = str(meta.get("status", "")).lower() if isinstance(meta, dict) else ""
