@@ -201,3 +201,14 @@ def test_a_synthetic_benchmarks_own_gpu_count_wins_over_its_command_line_and_the
     (record,) = imported(path).records
     assert (record.settings.workers, record.settings.global_batch) == (8, 768)
     assert any("starts 4 processes" in w and "the log is used" in w for w in record.metrics["warnings"])
+
+
+def test_an_mlperf_log_stating_its_local_batch_gives_the_worker_count_where_the_platform_does_not(tmp_path):
+    name = "mlperf-v0.7-alibaba-v100-1280-resnet-result1-aborted.log"  # platform 'PAI_EFLOPS': no count
+    assert imported(REAL / name).status == "failed"  # workers unknown, and no --set
+    local = (':::MLLOG {"namespace": "main", "time_s": 0.0, "key": "local_batch_size", "value": 45, '
+             '"metadata": {"lineno": 1, "file": "/run/setup.py"}}\n')
+    (record,) = imported(pasted(tmp_path, "local.log", local, (REAL / name).read_text())).records
+    s = record.settings
+    assert (s.workers, s.batch_per_worker, s.global_batch) == (1280, 45, 57600)
+    assert record.metrics["workers_from"] == "global_batch_size / local_batch_size"
