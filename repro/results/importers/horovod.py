@@ -129,6 +129,8 @@ def _settings(lines: Sequence[Line], given: Mapping[str, Any]) -> tuple[Shown, t
         shown.put("batch_per_worker", int(batch) if batch and batch.isdigit() else None, cmd.line)
         shown.put("workers", cmd.processes, cmd.line)
         shown.put("hosts", cmd.hosts, cmd.line)
+        if made_by == "horovod":
+            shown.put("backend", cmd.controller, cmd.line)
         shown.put("extra.framework", _framework(cmd.script), cmd.line)
         shown.put("extra.fp16_allreduce", bool(truthy(cmd.flag("fp16_allreduce"))), cmd.line)
         if not any("fp16" in name for name in cmd.flags if name not in ("fp16_allreduce", "fp16_pushpull")):

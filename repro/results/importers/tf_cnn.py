@@ -280,6 +280,7 @@ def settings_shown(header: dict[str, tuple[str, int]], cmd: Command | None, rank
         device, line = head("horovod_device")
         s.put("extra.horovod_device", device, line)
         s.put("extra.horovod_device", flag("horovod_device"), cl)
+        s.put("backend", cmd.controller if cmd else None, cl)  # Horovod's controller (mpirun: MPI)
     nccl, line = head("use_nccl")
     s.put("extra.nccl", truthy(nccl), line)
     s.put("hosts", cmd.hosts if cmd else None, cl)
