@@ -83,13 +83,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp = sub.add_parser(
         "import", help="import tf_cnn_benchmarks / Horovod / MLPerf logs or a published table",
         description="Import existing results into the store as baselines: logs of tf_cnn_benchmarks (TF 1.x/2.x, "
-        "one GPU, replicated, parameter server, Horovod, forward-only), of Horovod's synthetic benchmarks "
-        "(TensorFlow, PyTorch), MLPerf :::MLLOG results (time to accuracy), or with --table a CSV of published "
-        "figures (see docs/baselines). A file may hold several runs; each run becomes a record whose figure is "
+        "one GPU, replicated, parameter server, Horovod, forward-only), of Horovod's and BytePS's synthetic "
+        "benchmarks (TensorFlow, PyTorch), of PyTorch's DDP benchmark, MLPerf :::MLLOG results (time to "
+        "accuracy), or with --table a CSV of published figures (see docs/baselines). A file may hold several "
+        "runs; each run becomes a record whose figure is "
         "the log's own summary (total images/sec). Settings a log does not show stay unknown unless --set "
         "states them. The same content is imported once per stack.",
-        epilog="--set [PATTERN:]NAME=VALUE[,NAME=VALUE...]: PATTERN is a glob on the file's path or name "
-        "(none: every file). NAME: model, batch, global_batch, workers, hosts, precision, xla, data, "
+        epilog="--set [PATTERN][#RUN]:NAME=VALUE[,NAME=VALUE...]: PATTERN is a glob on the file's path or name "
+        "(none: every file); #RUN picks one run of a file by its number as the import lists it (#2) or by "
+        "lines it overlaps (#40-75). NAME: model, batch, global_batch, workers, hosts, precision, xla, data, "
         "data_format, steps, warmup_steps, mode, variable_update, all_reduce, parameter_device, data_name, "
         "framework; any other name is a workload-specific setting. Example: --set 'logs/fp16-*.log:precision=fp16'"
         " --set 'logs/*:hosts=2'. exit status: 0 every file imported or skipped as already imported; 2 a file "
@@ -100,9 +102,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="the stack the runs belong to: a name, or a manifest file (its hash then keys them)")
     _store_option(imp)
     imp.add_argument("--format", dest="log_format", choices=("auto", "tf_cnn_benchmarks", "horovod_synthetic",
-                                                              "mlperf"),
+                                                              "torch_ddp_benchmark", "mlperf"),
                      default="auto", help="log format (default: detected, per run)")
-    imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="[PATTERN:]NAME=VALUE",
+    imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="[PATTERN][#RUN]:NAME=VALUE",
                      help="a setting the logs do not show, for the files matching PATTERN (repeatable)")
     imp.add_argument("--hosts", type=int, metavar="N", help="same as --set hosts=N (every file)")
     imp.add_argument("--precision", choices=("fp32", "fp16"), help="same as --set precision=P (every file)")
@@ -264,7 +266,8 @@ def _print_result(result) -> None:
         for record in result.records:
             s = record.settings
             source = record.metrics.get("source", {})
-            print(f"    {record.id}  lines {source.get('lines', '?')}  {s.workload} {s.model or '-'} "
+            number = source.get("run", 0) + 1 if isinstance(source.get("run"), int) else "?"
+            print(f"    #{number} {record.id}  lines {source.get('lines', '?')}  {s.workload} {s.model or '-'} "
                   f"workers={s.workers} {record.status} images/sec={_ips(record)}")
         for warning in result.warnings:
             print(f"    warning: {warning}")

@@ -312,14 +312,20 @@ def _covers(a: Sequence[str], b: Sequence[str]) -> bool:
     return all(any(_norm(x) in _norm(y) or _norm(y) in _norm(x) for y in b) for x in a)
 
 
+UNKNOWN_DEVICE = "unknown (no device named in the records)"
+
+
 def hardware_changes(old: Hardware, new: Hardware) -> tuple[Change, ...]:
-    """Differences between two sides' hardware, where both sides tell; host counts only when each side
-    ran on one count and the counts differ (a scaling sweep over 1..N hosts is aligned, not refused)."""
+    """Differences between two sides' hardware, where both sides tell, and the devices where a side does
+    not tell (an imported log without device lines: not known to be the same hardware); host counts only
+    when each side ran on one count and the counts differ (a scaling sweep over 1..N hosts is aligned)."""
     out = []
     for name, a, b in (("gpu", old.gpus, new.gpus), ("interconnect", old.interconnects, new.interconnects),
                        ("system", old.systems, new.systems)):
         if a and b and not (_covers(a, b) and _covers(b, a)):
             out.append(Change(name, " + ".join(a), " + ".join(b)))
+        elif name == "gpu" and bool(a) != bool(b):  # a side that names no device: not known to be the same
+            out.append(Change(name, " + ".join(a) or UNKNOWN_DEVICE, " + ".join(b) or UNKNOWN_DEVICE))
     if len(old.hosts) == 1 and len(new.hosts) == 1 and old.hosts != new.hosts:
         out.append(Change("hosts", old.hosts[0], new.hosts[0]))
     return tuple(out)

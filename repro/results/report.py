@@ -19,7 +19,7 @@ from repro.results import stats
 from repro.results.metrics import ScalingRow
 
 STEP_FOOTNOTE = "* one run: its ± covers step noise only, not the run-to-run variation"
-SETTINGS = ("stack", "workload", "model", "batch", "precision", "xla", "data", "hosts")
+SETTINGS = ("stack", "workload", "model", "batch", "precision", "xla", "data", "data_format", "hosts")
 
 
 def interval_caption(confidence: float = stats.DEFAULT_CONFIDENCE) -> str:
@@ -41,7 +41,7 @@ def scaling_data(row: ScalingRow) -> dict[str, Any]:
     return {
         "stack": p.stack, "stack_hash": p.stack_hash, "workload": s.workload, "model": s.model,
         "batch": s.batch_per_worker, "global_batch": s.global_batch, "precision": s.precision, "xla": s.xla,
-        "data": s.data, "workers": s.workers, "hosts": s.hosts, "extra": dict(s.extra),
+        "data": s.data, "data_format": s.data_format, "workers": s.workers, "hosts": s.hosts, "extra": dict(s.extra),
         "images_per_sec": _finite(p.images_per_sec), "low": low, "high": _finite(est.high) if est else None,
         "interval": est.scope if low is not None else None,
         "source": "+".join(p.sources) or None, "per_worker": _finite(p.per_worker),

@@ -41,6 +41,8 @@ def _value(record: RunRecord, field: str) -> Any:
               "hosts": s.hosts, "data": s.data, "precision": s.precision, "status": record.status,
               "gpu": record.hardware.gpu if record.hardware else None, "tensorflow": record.software.get("tensorflow"),
               "samples": max((len(r.step_times) for r in record.ranks), default=0)}
+    direct.update({"workload": s.workload, "backend": s.backend, "pytorch": record.software.get("pytorch"),
+                   "nccl": record.software.get("nccl")})
     if field in direct:
         return direct[field]
     if field == "figure":
@@ -51,7 +53,11 @@ def _value(record: RunRecord, field: str) -> Any:
         return record.failure
     if field == "warning":
         return " ".join(record.metrics.get("warnings", []))
-    return s.extra.get(field)
+    if field == "warmup_iterations":
+        return max((len(r.warmup_times) for r in record.ranks), default=0)
+    if field in s.extra:
+        return s.extra[field]
+    return record.metrics.get(field)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

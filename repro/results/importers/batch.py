@@ -1,6 +1,8 @@
 """Importing many files at once: every file's result, the good ones imported, each bad one named.
 
-A file is imported whole or not at all: if one of its runs cannot be read, none of them is. The same
+Every complete run of a file is imported; a part that is not a complete run (a fragment: a run cut before
+it measured anything, prose that looks like a header, a run whose worker count neither the log nor --set
+gives) is a warning naming its first line, and the file fails only when it holds no complete run. The same
 content (SHA-256 of the bytes) is imported once per stack: a file already in the store, or given twice,
 is skipped with a message rather than counted as another repeat.
 """
@@ -10,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from repro.errors import Diagnostic, InputError, Location, ReproError
 from repro.results.importers.lines import MAX_BYTES, content_hash, decode
-from repro.results.importers.records import read_log, to_record
-from repro.results.importers.settings import Override, for_file
+from repro.results.importers.records import read_runs, to_record
+from repro.results.importers.settings import Override, for_file, for_run
 from repro.results.record import RunRecord, StackRef
 
 
@@ -71,13 +73,35 @@ def import_file(path: str, stack: StackRef, overrides: Sequence[Override], known
         sha = content_hash(data)
         if (stack.hash, sha) in known:
             ids = known[(stack.hash, sha)]
-            return FileResult(path, "skipped", message=f"already imported into stack {stack.name} "
-                              f"(same content as record{'s' if len(ids) > 1 else ''} {', '.join(ids[:3])})")
+            message = (f"already imported into stack {stack.name} (same content as record{'s' if len(ids) > 1 else ''}"
+                       f" {', '.join(ids[:3])}{'...' if len(ids) > 3 else ''})")
+            if for_file(overrides, path):  # a corrected --set is not applied to what is stored: say how
+                message += (f"; to import it again with these --set values, remove the earlier records first: "
+                            f"repro rm {' '.join(ids)}")
+            return FileResult(path, "skipped", message=message)
         mine = for_file(overrides, path)
-        runs = read_log(decode(data, path), path, fmt, {name: o.value for name, o in mine.items()})
-        records = tuple(to_record(run, stack, mine, sha256=sha, index=i) for i, run in enumerate(runs))
-        warnings = tuple(f"{path}:{run.first_line}: {w}" for run in runs for w in run.warnings)
-        return FileResult(path, "imported", records, warnings=warnings)
+
+        def given(index: int, first: int, last: int) -> dict[str, Any]:
+            return {name: o.value for name, o in for_run(mine, path, index, first, last).items()}
+
+        runs, fragments = read_runs(decode(data, path), path, fmt, given)
+        stray = [o for o in mine if o.run is not None and not any(
+            o.picks(n, r.first_line, r.last_line) for n, r in runs)]
+        if stray:
+            raise InputError(f"--set {stray[0].given!r}: no run of {path} is #{stray[0].run} (runs: "
+                             + ", ".join(f"#{n} lines {r.lines}" for n, r in runs) + ")")
+        records, problems = [], list(fragments)
+        for n, run in runs:
+            try:
+                records.append(to_record(run, stack, for_run(mine, path, n, run.first_line, run.last_line),
+                                         sha256=sha, index=n - 1))
+            except InputError as exc:
+                problems.append(exc)
+        if not records:
+            raise problems[0] if problems else InputError(f"{path}: no run to import")
+        warnings = [f"{path}:{run.first_line}: {w}" for _, run in runs for w in run.warnings]
+        warnings += [_fragment(path, p) for p in problems]
+        return FileResult(path, "imported", tuple(records), warnings=tuple(warnings))
     except InputError as exc:
         return FileResult(path, "failed", error=exc)
     except ReproError as exc:
@@ -86,6 +110,24 @@ def import_file(path: str, stack: StackRef, overrides: Sequence[Override], known
         return FileResult(path, "failed", error=InputError(
             f"{path}: cannot import this log", [Diagnostic(f"unreadable content ({type(exc).__name__}: {exc})",
                                                            Location(path))]))
+
+
+def _fragment(path: str, exc: InputError) -> str:
+    """A warning about a part of a file that is not imported, naming the part's first line."""
+    span = getattr(exc, "span", None)
+    if span is None:
+        return f"not imported: {_first(exc)}"
+    return f"{path}:{span[0]}: lines {span[0]}-{span[1]} not imported: {_first(exc)}"
+
+
+def _first(exc: InputError) -> str:
+    """An import error in one line: the place and message of its first problem."""
+    if not exc.diagnostics:
+        return exc.message
+    d = exc.diagnostics[0]
+    where = f"{d.location.file}:{d.location.line}" if d.location and d.location.line else exc.message
+    hint = f" (expected {d.expected})" if d.expected else ""
+    return f"{where}: {d.message}{hint}"
 
 
 def import_files(paths: Sequence[str], stack: StackRef, overrides: Sequence[Override],

@@ -34,6 +34,7 @@ class Command:
     env: dict[str, str] = field(default_factory=dict)  # NAME=value assignments before the command
     processes: int | None = None  # ranks the launcher starts (-np); None without a launcher
     hosts: int | None = None  # distinct hosts (-H list, srun --nodes); None when the command does not say
+    controller: str | None = None  # Horovod's controller the launcher starts: mpi (mpirun, horovodrun --mpi), gloo
 
     def flag(self, *names: str) -> str | None:
         """The value of the first of these flags the command sets."""
@@ -61,9 +62,15 @@ def _clean(text: str) -> str:
     return _PROMPT.sub("", text, count=1)
 
 
+_REDIRECT = re.compile(r"^(?:\d*[<>]|&|\||;)")  # >& out.txt, 2>&1, | tee, ; : the command's own words end
+
+
 def _flags(args: Sequence[str]) -> dict[str, str]:
     flags: dict[str, str] = {}
     i = 0
+    args = list(args)
+    end = next((k for k, a in enumerate(args) if _REDIRECT.match(a)), len(args))
+    args = args[:end]
     while i < len(args):
         arg = args[i]
         i += 1
@@ -123,12 +130,23 @@ def parse_command(text: str, line: int, scripts: Sequence[str]) -> Command | Non
     if head and not any(re.search(r"(python[0-9.]*|ipython)$", a) for a in head) and not head[0].endswith(_LAUNCHERS):
         return None  # "see tf_cnn_benchmarks.py" in a sentence
     launcher = next((i for i, a in enumerate(head) if a.split("/")[-1] in _LAUNCHERS), None)
-    processes, hosts = (None, None)
+    processes, hosts, controller = None, None, None
     if launcher is not None:
         python = next((i for i, a in enumerate(head) if re.search(r"python[0-9.]*$", a)), start)
         processes, hosts = _launch(head[launcher + 1:python])
+        controller = _controller(head[launcher].split("/")[-1], head[launcher + 1:python])
     script = next(s for s in scripts if argv[start].endswith(s))
-    return Command(tuple(argv), line, script, _flags(argv[start + 1:]), env, processes, hosts)
+    return Command(tuple(argv), line, script, _flags(argv[start + 1:]), env, processes, hosts, controller)
+
+
+def _controller(launcher: str, args: Sequence[str]) -> str | None:
+    """Horovod's controller: mpirun starts MPI ranks; horovodrun uses Gloo with --gloo, MPI with --mpi (by
+    default, whichever it was built with: not shown)."""
+    if launcher in ("mpirun", "mpiexec", "orterun"):
+        return "mpi"
+    if launcher == "horovodrun":
+        return "gloo" if "--gloo" in args else "mpi" if "--mpi" in args else None
+    return None
 
 
 def find_commands(lines: Sequence[Line], scripts: Sequence[str]) -> list[Command]:

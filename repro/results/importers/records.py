@@ -13,40 +13,79 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from repro.errors import InputError
-from repro.results.importers import horovod, mllog, tf_cnn
+from repro.results import steady
+from repro.results.importers import horovod, mllog, tf_cnn, torch_ddp
 from repro.results.importers.lines import error, split_lines
 from repro.results.importers.runs import ParsedRun
 from repro.results.importers.settings import Override, to_settings
 from repro.results.record import Hardware, RunRecord, StackRef, new_id, now_iso
 from repro.results.redact import redact_argv, redact_env, redact_tree
 
-READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog}  # format -> its reader
+# format -> its reader
+READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def read_log(text: str, file: str = "<log>", fmt: str = "auto", given: Mapping[str, Any] | None = None
-             ) -> list[ParsedRun]:
-    """Every run the text holds (in order of their first line); InputError when it holds none. `given`:
-    settings stated outside the log, used where it does not show them (the batch a paste leaves out)."""
+Given = Mapping[str, Any] | Callable[[int, int, int], Mapping[str, Any]]
+
+
+def _span(reader: Any, group: list) -> tuple[int, int]:
+    """The first and last line of a run's own lines (a reader may give a run lines shared with others)."""
+    return reader.span(group) if hasattr(reader, "span") else (group[0].number, group[-1].number)
+
+
+def _groups(lines: list, fmt: str) -> list[tuple[Any, list]]:
+    """Every (reader, lines of one run) the lines hold, in order of the runs' first line."""
+    readers = READERS.values() if fmt == "auto" else [READERS[fmt]]
+    found = [(reader, group) for reader in readers for group in reader.groups(lines)]
+    return sorted(found, key=lambda item: _span(*item)[0])
+
+
+def read_runs(text: str, file: str = "<log>", fmt: str = "auto", given: Given | None = None
+              ) -> tuple[list[tuple[int, ParsedRun]], list[InputError]]:
+    """Every complete run the text holds, with its number in the file (from 1), and an error for each part
+    that is not one (a fragment: a run
+    cut before it measured anything, prose that looks like a header), in order of their first line.
+
+    `given`: settings stated outside the log, used where it does not show them; a mapping for every run,
+    or a function of (run index from 1, first line, last line) for settings meant for one run."""
     lines = split_lines(text)
     if fmt != "auto" and fmt not in READERS:
         raise InputError(f"unknown log format '{fmt}': expected auto, {', '.join(FORMATS)}")
-    readers = READERS.values() if fmt == "auto" else [READERS[fmt]]
-    runs = [run for reader in readers for run in reader.read(lines, file, given)]
-    if not runs:
+    runs: list[tuple[int, ParsedRun]] = []
+    fragments: list[InputError] = []
+    for index, (reader, group) in enumerate(_groups(lines, fmt), start=1):
+        first, last = _span(reader, group)
+        mine = given(index, first, last) if callable(given) else (given or {})
+        try:
+            runs.append((index, reader.read_run(group, file, mine)))
+        except InputError as exc:
+            exc.span = (first, last)  # type: ignore[attr-defined]  # where the fragment starts, for warnings
+            fragments.append(exc)
+    if not runs and not fragments:
         first = next((line for line in lines if line.bare), None)
         # what the file holds is not echoed: it is not a log, and could be anything (a key, a password file)
         raise error(file, first.number if first else None, "not a log repro can import",
-                    "tf_cnn_benchmarks output ('10\\timages/sec: ...', 'total images/sec: ...'), Horovod's "
-                    "synthetic benchmark ('Iter #0: ... img/sec per GPU') or MLPerf ':::MLLOG' lines",
+                    "tf_cnn_benchmarks output ('10\\timages/sec: ...', 'total images/sec: ...'), Horovod's or "
+                    "BytePS's synthetic benchmark ('Iter #0: ... img/sec per GPU'), PyTorch's DDP benchmark "
+                    "('1 GPUs --   no ddp:  p50: ...') or MLPerf ':::MLLOG' lines",
                     "no line of any of these formats" if first else "an empty file")
-    return sorted(runs, key=lambda r: r.first_line)
+    return runs, fragments
+
+
+def read_log(text: str, file: str = "<log>", fmt: str = "auto", given: Given | None = None) -> list[ParsedRun]:
+    """Every run the text holds (in order of their first line); InputError when a part of it is not a
+    complete run (see read_runs, which keeps the complete ones)."""
+    runs, fragments = read_runs(text, file, fmt, given)
+    if fragments:
+        raise fragments[0]
+    return [run for _, run in runs]
 
 
 def to_record(run: ParsedRun, stack: StackRef, overrides: Mapping[str, Override] | None = None, *,
@@ -63,7 +102,7 @@ def to_record(run: ParsedRun, stack: StackRef, overrides: Mapping[str, Override]
     figure = run.figure if run.failure is None and run.format != mllog.MLLOG else None
     return RunRecord(
         id=new_id(), created=now_iso(), status="failed" if run.failure else "ok", failure=run.failure,
-        origin="import", stack=stack, settings=settings, runtime="imported", ranks=list(run.ranks),
+        origin="import", stack=stack, settings=settings, runtime="imported", ranks=steady.annotate(run.ranks),
         hardware=hardware, command=redact_argv(list(run.command)), env=redact_env(dict(run.env)),
         software=dict(run.software), metrics=metrics, reported_images_per_sec=figure, log_tail=run.tail)
 

@@ -1,8 +1,10 @@
 """The settings reader: what a log shows, plus what the user states with ``--set``, as a run's Settings.
 
-``repro import LOG... --set [PATTERN:]NAME=VALUE[,NAME=VALUE...]`` (repeatable) states settings the logs
-do not show. PATTERN is a glob matched against each file as given and against its name
-(``--set 'logs/fp16-*.log:precision=fp16'``); without it the setting is for every file of the call.
+``repro import LOG... --set [PATTERN][#RUN]:NAME=VALUE[,NAME=VALUE...]`` (repeatable) states settings the
+logs do not show. PATTERN is a glob matched against each file as given and against its name
+(``--set 'logs/fp16-*.log:precision=fp16'``); without it the setting is for every file of the call. RUN
+picks one run of a file holding several: its number as the import lists it (``--set 'paste.log#2:workers=1'``)
+or a line range that its lines overlap (``--set 'paste.log#40-75:workers=1'``).
 
     model, batch (per worker), global_batch, workers (alias gpus), hosts, precision (fp32|fp16), xla,
     data (synthetic or a data set's name), data_format, scaling (weak|strong), steps, warmup_steps,
@@ -17,6 +19,7 @@ setting are refused; a PATTERN that matches no file is refused (a typo would oth
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,10 +53,20 @@ class Override:
     name: str  # a Settings field, or extra.NAME
     value: Any
     given: str  # as typed, for messages
+    run: str | None = None  # one run of the file: "N" (its number from 1) or "A-B" (lines it overlaps)
 
     def matches(self, file: str) -> bool:
         return self.pattern is None or fnmatch.fnmatch(file, self.pattern) or \
             fnmatch.fnmatch(Path(file).name, self.pattern)
+
+    def picks(self, index: int, first: int, last: int) -> bool:
+        """Whether the override is for the run numbered `index` (from 1) on lines first..last."""
+        if self.run is None:
+            return True
+        if "-" in self.run:
+            low, high = (int(x) for x in self.run.split("-"))
+            return first <= high and last >= low
+        return index == int(self.run)
 
 
 def _positive(text: str) -> int:
@@ -114,6 +127,11 @@ def parse_overrides(values: Sequence[str]) -> tuple[Override, ...]:
                              hint="e.g. --set 'logs/fp16-*.log:precision=fp16' or --set hosts=2")
         pattern, colon, first = head.rpartition(":")
         rest = given[len(head) + 1:]
+        run = None
+        if "#" in pattern:
+            pattern, _, run = pattern.rpartition("#")
+            if not re.fullmatch(r"[1-9]\d*|\d+-\d+", run):
+                raise InputError(f"--set {given!r}: #{run}: expected a run's number (#2) or a line range (#40-75)")
         pairs = [f"{first}={rest.split(',')[0]}", *rest.split(",")[1:]] if colon else given.split(",")
         for pair in pairs:
             raw_name, eq, text = pair.partition("=")
@@ -124,7 +142,7 @@ def parse_overrides(values: Sequence[str]) -> tuple[Override, ...]:
                 value = _value(name, text.strip())
             except ValueError as exc:
                 raise InputError(f"--set {given!r}: {raw_name.strip()}={text.strip()!r}: expected {exc}") from None
-            out.append(Override(pattern or None, name, value, given))
+            out.append(Override(pattern or None, name, value, given, run))
     return tuple(out)
 
 
@@ -133,11 +151,16 @@ def unmatched(overrides: Sequence[Override], files: Sequence[str]) -> list[Overr
     return [o for o in overrides if o.pattern is not None and not any(o.matches(f) for f in files)]
 
 
-def for_file(overrides: Sequence[Override], file: str) -> dict[str, Override]:
-    """The overrides that apply to one file, by setting; InputError when two disagree."""
+def for_file(overrides: Sequence[Override], file: str) -> list[Override]:
+    """The overrides that apply to one file."""
+    return [o for o in overrides if o.matches(file)]
+
+
+def for_run(overrides: Sequence[Override], file: str, index: int, first: int, last: int) -> dict[str, Override]:
+    """The overrides that apply to one run of a file, by setting; InputError when two disagree."""
     out: dict[str, Override] = {}
     for o in overrides:
-        if not o.matches(file):
+        if not o.picks(index, first, last):
             continue
         if o.name in out and out[o.name].value != o.value:
             raise InputError(f"{file}: --set gives {o.name} twice: {out[o.name].given!r} and {o.given!r}")

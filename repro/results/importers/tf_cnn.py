@@ -54,6 +54,10 @@ _STEP_HEADER = re.compile(r"^Step\s+Img/sec")
 _TOTAL = re.compile(r"^total images/sec:\s*([0-9.]+)")
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\)")
 _ERROR = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception):\s*\S")
+# a crash: glog's fatal lines (TensorFlow's 'YYYY-MM-DD hh:mm:ss.us: F file.cc:N] ...', glog's 'F0603 16:28:14.9
+# 123 file.cc:N] ...') and CPython's 'Fatal Python error: Aborted' (faulthandler)
+_FATAL = re.compile(r"^(?:\d{4}-\d\d-\d\d [\d:.]+: F [\w/.-]+:\d+\]|F\d{4} [\d:.]+\s+\d+ [\w/.-]+:\d+\]|"
+                    r"Fatal Python error: )")
 
 
 def kind(line: Line) -> str:
@@ -69,7 +73,7 @@ def kind(line: Line) -> str:
         return "warmup"
     if t.startswith("Done warm up"):
         return "done_warmup"
-    if _TRACEBACK.match(t) or _ERROR.match(t):
+    if _TRACEBACK.match(t) or _ERROR.match(t) or _FATAL.match(t):
         return "failure"
     if any(rx.match(t) for rx in _HEADER.values()):
         return "header"
@@ -133,12 +137,17 @@ def _scan(lines: Sequence[Line]) -> Scan:
             scan.series[slot].append((step, float(m.group(2)), line.number))
         elif k == "total":
             scan.totals.append((line.rank, float(_TOTAL.match(t).group(1)), line.number))
+        elif k == "failure" and _FATAL.match(t):
+            if scan.failure is None or not _FATAL.match(scan.failure[0]):  # the first fatal line is the cause
+                scan.failure = (t, line.number)
         elif k == "failure":
             traceback = traceback or bool(_TRACEBACK.match(t))
+            if scan.failure is not None and _FATAL.match(scan.failure[0]):
+                continue
             if _ERROR.match(t) or scan.failure is None:
                 detail = lines[i + 1].bare if i + 1 < len(lines) and t.endswith("found.") else ""
                 scan.failure = (f"{t} {detail}".strip(), line.number)
-    if scan.failure and not traceback and not _ERROR.match(scan.failure[0]):
+    if scan.failure and not traceback and not _ERROR.match(scan.failure[0]) and not _FATAL.match(scan.failure[0]):
         scan.failure = None
     return scan
 
@@ -176,21 +185,54 @@ def _mode(shown: Shown, header: dict[str, tuple[str, int]], cmd: Command | None)
         shown.put("extra.mode", mode, cmd.line)
 
 
+def _devices(header: dict[str, tuple[str, int]]) -> int | None:
+    """How many devices the header's Devices: line lists (one process's, in a distributed job)."""
+    text = header.get("devices", ("", 0))[0]
+    return len([d for d in text.split(",") if d.strip()]) or None
+
+
 def _workers(shown: Shown, header: dict[str, tuple[str, int]], cmd: Command | None, ranks: set[int]) -> None:
+    """The job's worker (device) count. What the header prints wins over the command line, which a paste
+    may show incompletely: 'N global' is every device's batch (benchmark_cnn.py: the per-device batch x
+    the devices of a process x the processes), so global / per device counts the job's devices."""
     horovod = shown.get("extra.variable_update") == "horovod"
     distributed = "/job:" in header.get("devices", ("", 0))[0]  # a worker of a distributed job lists its own
+    per, total = shown.get("batch_per_worker"), _number(header.get("global_batch", ("", 0))[0])
+    # a distributed job's process prints 'global' as its own batch in TF 1.5's benchmark_cnn.py, as the job's
+    # in later ones: only a global batch larger than its own devices' tells the job's device count
+    if per and total and total % per == 0 and not (distributed and total // per == _devices(header)):
+        shown.put("workers", total // per, header["global_batch"][1])
     if "devices" in header and not distributed:
-        text, line = header["devices"]
-        shown.put("workers", len([d for d in text.split(",") if d.strip()]) or None, line)
+        shown.put("workers", _devices(header), header["devices"][1])
+    if distributed and _devices(header) and per and total and total // per != _devices(header):
+        shown.put("extra.devices_per_process", _devices(header), header["devices"][1])
     if cmd and horovod:
         shown.put("workers", cmd.processes, cmd.line)
-    elif cmd:
+    elif cmd and not distributed:
         shown.put("workers", _number(cmd.flag("num_gpus")) or 1, cmd.line)
     if horovod and ranks:
         shown.put("workers", max(ranks) + 1, None)
-    per, total = shown.get("batch_per_worker"), _number(header.get("global_batch", ("", 0))[0])
-    if per and total and not distributed:  # there, 'global' is one worker's: the job's worker count is not shown
-        shown.put("workers", total // per, header["global_batch"][1])
+
+
+def disagreements(header: dict[str, tuple[str, int]], cmd: Command | None, shown: Shown) -> list[str]:
+    """Where the command line a log shows says otherwise than the header the program printed."""
+    if cmd is None:
+        return []
+    out = []
+    workers = shown.get("workers")
+    horovod = shown.get("extra.variable_update") == "horovod"
+    said = cmd.processes if horovod else (_number(cmd.flag("num_gpus")) or 1)
+    devices = _devices(header)
+    if devices and said and not horovod and said != devices:
+        out.append(f"the command line (line {cmd.line}) runs {said} GPU(s) per process"
+                   f"{'' if cmd.flag('num_gpus') else ' (no --num_gpus: 1)'}, the header's Devices: (line "
+                   f"{header['devices'][1]}) lists {devices}; the header is used (workers={workers})")
+    for name, flag in (("model", "model"), ("batch_per_worker", "batch_size")):
+        value = cmd.flag(flag)
+        if value and shown.where.get(name) != cmd.line and str(shown.get(name)) not in (value, canonical_model(value)):
+            out.append(f"the command line (line {cmd.line}) says --{flag}={value}, the header says "
+                       f"{shown.get(name)}; the header is used")
+    return out
 
 
 def settings_shown(header: dict[str, tuple[str, int]], cmd: Command | None, ranks: set[int]) -> Shown:
@@ -238,6 +280,7 @@ def settings_shown(header: dict[str, tuple[str, int]], cmd: Command | None, rank
         device, line = head("horovod_device")
         s.put("extra.horovod_device", device, line)
         s.put("extra.horovod_device", flag("horovod_device"), cl)
+        s.put("backend", cmd.controller if cmd else None, cl)  # Horovod's controller (mpirun: MPI)
     nccl, line = head("use_nccl")
     s.put("extra.nccl", truthy(nccl), line)
     s.put("hosts", cmd.hosts if cmd else None, cl)
@@ -273,10 +316,16 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
                     "'10\\timages/sec: 221.3 +/- 0.4 (jitter = 1.2)\\t8.183'", lines[-1].bare)
     seen = seen_in(lines)
     ranks, warnings = samples(scan, shown, seen, figure is None and scan.failure is None)
+    noted = disagreements(scan.header, cmd, shown)
+    warnings = [*noted, *warnings]
     failure = None
-    if scan.failure and not scan.series and figure is None:
+    if scan.failure and figure is None:  # an error or a crash before the summary: a failed run, with its reason
         failure = f"{scan.failure[0][:300]} (line {scan.failure[1]})"
-    metrics = {"format": TF_CNN, "total_images_per_sec": figure,
+    steps, last = shown.get("steps"), max((p[-1][0] for p in scan.series.values() if p), default=None)
+    if failure is None and figure is None and steps and last is not None and last < steps and not scan.elided:
+        failure = (f"the log ends at step {last} of {steps}, before the summary (cut, or the run died without "
+                   f"an error message; line {lines[-1].number})")
+    metrics = {"format": TF_CNN, "program": TF_CNN, "total_images_per_sec": figure, "noted": noted,
                "total_images_per_sec_ranks": [v for _, v, _ in scan.totals],
                "warmup_lines_excluded": scan.warmup_lines, "elided_lines": scan.elided[:20]}
     software = dict(seen.software)
@@ -300,9 +349,20 @@ def _ours(group: Sequence[Line]) -> bool:
         any(kind(line) == "failure" for line in group)
 
 
+def span(group: Sequence[Line]) -> tuple[int, int]:
+    """A run's lines from its first line of this format (the lines before it: its command, a previous run's tail)."""
+    first = next((line.number for line in group if kind(line) != "other"), group[0].number)
+    return first, group[-1].number
+
+
+def groups(lines: Sequence[Line]) -> list[list[Line]]:
+    """The lines of each tf_cnn_benchmarks run (complete or not) in a log's lines."""
+    return [group for group in split.groups(lines, run_indexes(lines)) if _ours(group)]
+
+
 def read(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> list[ParsedRun]:
     """Every tf_cnn_benchmarks run in a log's lines."""
-    return [read_run(group, file, given) for group in split.groups(lines, run_indexes(lines)) if _ours(group)]
+    return [read_run(group, file, given) for group in groups(lines)]
 
 
 def parse_tf_cnn_output(stdout: str, *, source: str = "<stdout>") -> ParsedRun:

@@ -73,6 +73,9 @@ def samples(scan: Scan, shown: Shown, seen: Seen, no_figure: bool) -> tuple[tupl
     workers = shown.get("workers")
     processes = workers if shown.get("extra.variable_update") == "horovod" and workers else 1
     batch = _batch_per_process(shown, processes)
+    local = shown.get("extra.devices_per_process")  # a distributed job's process: its step is its devices' batch
+    if local and shown.get("batch_per_worker"):
+        batch = shown.get("batch_per_worker") * local
     series = dict(sorted(scan.series.items()))
     if scan.elided:
         warnings.append(f"the log leaves lines out (at line {', '.join(map(str, scan.elided[:5]))}): "
@@ -87,7 +90,7 @@ def samples(scan: Scan, shown: Shown, seen: Seen, no_figure: bool) -> tuple[tupl
     for slot, points in series.items():
         times, lost = interval_times(points, batch)
         dropped += lost
-        items = batch * processes if stands_for_job else batch
+        items = shown.get("global_batch") if local else batch * processes if stands_for_job else batch
         ranks.append(RankResult(rank=slot, device=_device(scan, seen, slot), step_times=times,
                                 items_per_step=items))
     steps = shown.get("steps")
