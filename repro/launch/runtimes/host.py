@@ -33,9 +33,23 @@ try:
 except Exception as exc:
     out["tensorflow_error"] = str(exc)[:200]
 try:
+    import torch
+    t = out["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda}
+    t["cudnn"] = torch.backends.cudnn.version()
+    if torch.version.cuda:
+        t["nccl"] = torch.cuda.nccl.version()  # (2, 27, 7); an int in older releases
+    import torch.distributed as dist
+    t["backends"] = {n: bool(getattr(dist, f"is_{n}_available")()) for n in ("gloo", "mpi", "nccl")} \
+        if dist.is_available() else {}
+except Exception as exc:
+    out.setdefault("torch", {})["error"] = str(exc)[:200]
+try:
     import horovod
     out["horovod"] = horovod.__version__
-    import horovod.tensorflow as hvd
+    if "tensorflow" not in out and "version" in out.get("torch", {}):
+        import horovod.torch as hvd
+    else:
+        import horovod.tensorflow as hvd
     out["horovod_built"] = {"mpi": bool(hvd.mpi_built()), "gloo": bool(hvd.gloo_built()),
                             "nccl": bool(hvd.nccl_built())}
 except Exception as exc:
