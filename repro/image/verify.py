@@ -290,6 +290,8 @@ def found_versions(found: dict[str, Any]) -> dict[str, str | None]:
     # only where torch is in the image: the versions of a TensorFlow image stay what its lock has always held
     keys = ("torch", "torch_cuda", "torch_cudnn", "torch_nccl")
     torch_versions = {k: torch[k] for k in keys} if torch["torch"] else {}
+    if torch["torch"]:  # the torch.distributed backends the build offers, e.g. "gloo" or "gloo,mpi,nccl"
+        torch_versions["torch_backends"] = ",".join(k for k, v in sorted(torch["torch_backends"].items()) if v)
     return {
         **torch_versions,
         "os": f"{osr.get('ID', '?')} {osr.get('VERSION_ID', '?')}" if osr else None,

@@ -41,6 +41,7 @@ class Software(BaseModel):
     cudnn: str | None = None
     nccl: str | None = None
     ofed: str | None = None
+    driver: str | None = None  # the NVIDIA driver (nvidia-smi), on a host
     sshd_port: int | None = None
     ssh_host_keys: list[str] = Field(default_factory=list)
 
@@ -213,6 +214,8 @@ def from_host_probe(found: dict) -> Software:
     mpi = f"openmpi {m.group(1)}" if m else (text.strip() or None)
     built = found.get("horovod_built") if isinstance(found.get("horovod_built"), dict) else {}
     return Software(
+        os=found.get("os") if isinstance(found.get("os"), str) else None,
+        driver=found.get("driver") if isinstance(found.get("driver"), str) else None,
         python=found.get("python"), executable=found.get("executable"), tensorflow=found.get("tensorflow"),
         tensorflow_error=found.get("tensorflow_error"), horovod=found.get("horovod"),
         horovod_error=found.get("horovod_error"),
