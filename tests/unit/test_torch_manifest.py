@@ -222,3 +222,28 @@ def test_a_tensorflow_stack_ignores_torch_on_the_host():
                           "horovod_built": {"mpi": True, "gloo": True, "nccl": False},
                           "mpi": "mpirun (Open MPI) 4.1.4", "torch": {"version": "2.13.0+cpu"}})
     assert mismatches(stack, sw, where="host", backend="gloo") == []
+
+
+def test_show_prints_what_the_wheel_bundles_for_a_torch_stack_only(capsys):
+    import json
+
+    from repro.cli import main
+
+    assert main(["show", "--json", str(STACKS / "torch24-cuda124.yaml")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["bundled"]["cudnn"] == "9.1.0.70" and shown["stack"]["pytorch"]["variant"] == "cu124"
+    assert main(["show", "--json", str(STACKS / "cpu-tf215.yaml")]) == 0
+    assert "bundled" not in json.loads(capsys.readouterr().out)
+
+
+
+def test_the_compare_headline_names_the_pytorch_versions_of_two_torch_stacks():
+    from repro.compare.align import Change
+    from repro.compare.diff import Changes, diff_flat, flatten
+
+    old, new = (flatten(load_stack(STACKS / f"{n}.yaml").stack.model_dump(mode="json"))
+                for n in ("torch24-cuda124", "torch211-cuda130"))
+    manifest = diff_flat([old], [new])
+    assert any(isinstance(c, Change) and c.path == "pytorch.version" for c in manifest)
+    headline = Changes(manifest, (), (), ()).headline()
+    assert "PyTorch 2.4.1 → 2.11.0" in headline and "PyTorch build cu124 → cu130" in headline
