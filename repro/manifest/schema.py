@@ -248,8 +248,9 @@ class Stack(_Model):
     def _one_framework(self) -> Stack:
         pinned = [name for name in FRAMEWORKS if getattr(self, name) is not None]
         if len(pinned) != 1:
+            extra = " (a stack that extends another drops the inherited one with `tensorflow: null`)" if pinned else ""
             raise PydanticCustomError(
-                "framework", "a stack pins exactly one framework, tensorflow or pytorch; found {found}",
+                "framework", "a stack pins exactly one framework, tensorflow or pytorch; found {found}" + extra,
                 {"found": " and ".join(pinned) or "neither", "fields": pinned})
         wants = WORKLOAD_FRAMEWORK.get(self.benchmark.workload)
         if wants is not None and wants != pinned[0]:

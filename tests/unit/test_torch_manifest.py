@@ -247,3 +247,13 @@ def test_the_compare_headline_names_the_pytorch_versions_of_two_torch_stacks():
     assert any(isinstance(c, Change) and c.path == "pytorch.version" for c in manifest)
     headline = Changes(manifest, (), (), ()).headline()
     assert "PyTorch 2.4.1 → 2.11.0" in headline and "PyTorch build cu124 → cu130" in headline
+
+
+def test_a_torch_stack_can_extend_a_tensorflow_stack_by_dropping_its_framework(tmp_path):
+    base = STACKS / "cpu-tf215.yaml"
+    both = stack_file(tmp_path, f'extends: {base}\npytorch: {{version: "2.13.0"}}\n', "both")
+    assert any("tensorflow: null" in line for line in refused(both))
+    child = stack_file(tmp_path, f'extends: {base}\ntensorflow: null\nhorovod: null\npytorch: {{version: "2.13.0"}}\n'
+                       'benchmark: {workload: torch_cnn}\n', "child")
+    stack = load_stack(child).stack
+    assert stack.framework == "pytorch" and stack.tensorflow is None and stack.horovod is None
