@@ -17,6 +17,7 @@ from repro import __version__
 COMMAND_MODULES = (
     "repro.cli.init_cmds",
     "repro.cli.manifest_cmds",
+    "repro.cli.capture_cmds",
     "repro.cli.image_cmds",
     "repro.cli.hosts_cmds",
     "repro.cli.bench_cmds",

@@ -172,9 +172,10 @@ def _summary(result) -> None:
     print(f"stack {result.plan.stack} ({result.plan.stack_hash}): image {o.tag}")
     print(f"  id {o.image_id}, {how}, {'verified' if result.verified else 'verified earlier'}")
     print(f"  lock {result.lock_path}")
-    found = ", ".join(f"{k} {v[k]}" for k in ("os", "python", "tensorflow", "horovod", "mpi", "cuda", "cudnn",
-                                               "nccl", "ofed") if v.get(k))
-    print(f"  found {found}; Horovod built with {', '.join(names[f] for f in flags) or 'nothing'}")
+    found = ", ".join(f"{k} {v[k]}" for k in ("os", "python", "tensorflow", "torch", "torch_cuda", "torch_backends",
+                                               "horovod", "mpi", "cuda", "cudnn", "nccl", "ofed") if v.get(k))
+    hvd = f"; Horovod built with {', '.join(names[f] for f in flags) or 'nothing'}" if v.get("horovod") else ""
+    print(f"  found {found}{hvd}")
     print(f"  sshd on port {lock.sshd.port}, {len(lock.sshd.host_keys)} host keys in the lock")
     if result.shipping:
         print("hosts:")

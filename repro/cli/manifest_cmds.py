@@ -98,6 +98,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     from repro.manifest import load_stack
     from repro.manifest.compat import check
+    from repro.manifest.compat_torch import bundled
     from repro.results.redact import redact_tree
 
     loaded = load_stack(args.stack)
@@ -109,6 +110,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "image_hash": loaded.image_hash,
         "gpu": loaded.stack.gpu,
         "stack": loaded.stack.model_dump(mode="json"),
+        **({"bundled": bundled(loaded.stack)} if loaded.stack.pytorch else {}),
         "findings": [f.as_dict() for f in check(loaded)],
     })
     if args.json:
@@ -137,9 +139,10 @@ def cmd_stacks(args: argparse.Namespace) -> int:
         s = loaded.stack
         status = "errors" if bad else f"{sum(f.severity == 'warning' for f in findings)} warnings"
         rows.append([s.name, f"{s.os.distro} {s.os.version}", s.cuda or "-", s.cudnn or "-",
-                     f"{s.mpi.implementation} {s.mpi.version}", s.python, s.tensorflow.version,
-                     s.horovod.version, loaded.hash, status])
-    headers = ["stack", "os", "cuda", "cudnn", "mpi", "python", "tensorflow", "horovod", "hash", "status"]
+                     f"{s.mpi.implementation} {s.mpi.version}", s.python,
+                     f"{s.framework} {(s.tensorflow or s.pytorch).version}",
+                     s.horovod.version if s.horovod else "-", loaded.hash, status])
+    headers = ["stack", "os", "cuda", "cudnn", "mpi", "python", "framework", "horovod", "hash", "status"]
     print(tabulate(rows, headers=headers, disable_numparse=True))  # versions are text: 3.10 is not 3.1
     return 0
 

@@ -21,7 +21,8 @@ LABELS = frozenset({"name", "description"})  # a stack's labels are not content 
 
 # Manifest paths worth naming in the one-line headline, with their short labels.
 HEADLINE_PATHS = (
-    ("tensorflow.version", "TensorFlow"), ("horovod.version", "Horovod"), ("cuda", "CUDA"), ("cudnn", "cuDNN"),
+    ("tensorflow.version", "TensorFlow"), ("pytorch.version", "PyTorch"), ("pytorch.variant", "PyTorch build"),
+    ("horovod.version", "Horovod"), ("cuda", "CUDA"), ("cudnn", "cuDNN"),
     ("nccl", "NCCL"), ("mpi.version", "MPI"), ("python", "Python"), ("os.version", "OS"),
 )
 HEADLINE_SOFTWARE = (("tensorflow", "TensorFlow"), ("horovod", "Horovod"), ("nccl", "NCCL"),

@@ -160,11 +160,55 @@ def _data(name: str, data: bytes) -> ContextFile:
     return ContextFile(name, hashlib.sha256(data).hexdigest(), len(data), data=data)
 
 
-def wheelhouse_dir(stack, wheelhouse: Path | None = None) -> Path | None:
-    """The wheelhouse directory for a stack: its `tf<tf>-py<XY>` subdirectory when present, else the root."""
-    root = Path(wheelhouse).expanduser() if wheelhouse else default_wheelhouse()
+def _wheelhouse_sub(stack) -> str:
+    """`tf<tf>-py<XY>` or `torch<torch>-py<XY>`: the wheelhouse subdirectory for a stack's framework and Python."""
     major, minor = stack.python.split(".")[:2]
-    sub = root / f"tf{stack.tensorflow.version}-py{major}{minor}"
+    framework = f"tf{stack.tensorflow.version}" if stack.tensorflow else f"torch{stack.pytorch.version}"
+    return f"{framework}-py{major}{minor}"
+
+
+def pip_find_links() -> list[Path]:
+    """The local directories pip's own settings name as find-links ($PIP_FIND_LINKS, then pip.conf files): where
+    a machine keeps wheels it cannot download (this project's CPU torch wheel lives in /opt/wheels)."""
+    import configparser
+
+    values = [os.environ.get("PIP_FIND_LINKS", "")]
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    files = [Path("/etc/pip.conf"), Path("/etc/xdg/pip/pip.conf"), Path(xdg) / "pip" / "pip.conf",
+             Path.home() / ".pip" / "pip.conf", *([Path(os.environ["PIP_CONFIG_FILE"])]
+                                                   if os.environ.get("PIP_CONFIG_FILE") else [])]
+    for path in files:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path)
+        except (OSError, configparser.Error):
+            continue
+        values += [parser.get(section, "find-links", fallback="") for section in ("global", "install")]
+    out: list[Path] = []
+    for value in values:
+        for item in value.split():
+            path = Path(item.removeprefix("file://")).expanduser()
+            if path.is_dir() and path not in out:
+                out.append(path)
+    return out
+
+
+def torch_wheels(stack, wheelhouse: Path | None) -> list[Path]:
+    """The stack's PyTorch wheel(s): in its wheelhouse directory, else in pip's find-links directories."""
+    if stack.pytorch is None or stack.pytorch.source != "pip":
+        return []
+    for where in [*([wheelhouse] if wheelhouse else []), *pip_find_links()]:
+        found = sorted(p for p in where.glob("*.whl") if render.torch_wheel_matches(p.name, stack))
+        if found:
+            return found[-1:]
+    return []
+
+
+def wheelhouse_dir(stack, wheelhouse: Path | None = None) -> Path | None:
+    """The wheelhouse directory for a stack: its `tf<tf>-py<XY>` (`torch<torch>-py<XY>`) subdirectory when
+    present, else the root."""
+    root = Path(wheelhouse).expanduser() if wheelhouse else default_wheelhouse()
+    sub = root / _wheelhouse_sub(stack)
     if sub.is_dir():
         return sub
     return root if root.is_dir() else None
@@ -197,17 +241,21 @@ def plan_build(loaded: LoadedStack, options: BuildOptions | None = None, *, chec
     wh = wheelhouse_dir(stack, o.wheelhouse)
     if wh is not None:
         wheels = [_file(f"wheelhouse/{p.name}", p) for p in sorted(wh.glob("*.whl"))]
+    if stack.pytorch is not None:
+        have = {w.name for w in wheels}
+        wheels += [_file(f"wheelhouse/{p.name}", p) for p in torch_wheels(stack, wh)
+                   if f"wheelhouse/{p.name}" not in have]
+        _require_torch_wheel(stack, wheels, wh, o, check_inputs)
     names = tuple(Path(w.name).name for w in wheels)
-    if stack.tensorflow.build == "source" and check_inputs:
+    if stack.tensorflow is not None and stack.tensorflow.build == "source" and check_inputs:
         pkg = stack.tensorflow.package or "tensorflow"
         if not any(render.wheel_matches(n, pkg, stack.tensorflow.version, stack.python) for n in names):
             where = wh or (Path(o.wheelhouse) if o.wheelhouse else default_wheelhouse())
-            major, minor = stack.python.split(".")[:2]
             raise ImageError(
                 f"stack {stack.name} builds TensorFlow from source (tensorflow.build: source), but no "
                 f"{pkg} {stack.tensorflow.version} wheel for Python {stack.python} is in {where}",
                 hint=f"put the wheel you built (and its dependencies: it installs with --no-index) in "
-                f"{where if wh else default_wheelhouse() / f'tf{stack.tensorflow.version}-py{major}{minor}'}")
+                f"{where if wh else default_wheelhouse() / _wheelhouse_sub(stack)}")
     files += wheels
     if o.ofed_tarball:
         tgz = Path(o.ofed_tarball).expanduser()
@@ -224,6 +272,23 @@ def plan_build(loaded: LoadedStack, options: BuildOptions | None = None, *, chec
     return BuildPlan(stack=stack.name, stack_hash=loaded.hash, image_hash=loaded.image_hash,
                      base_image=render.base_image(stack, ropts), dockerfile=dockerfile, files=tuple(files),
                      build_args=build_args, key=key, options=ropts, base_recipe=cuda_base.recipe_for_stack(stack))
+
+
+def _require_torch_wheel(stack, wheels: list[ContextFile], wh: Path | None, o: BuildOptions,
+                         check_inputs: bool) -> None:
+    """A CPU PyTorch from pip without an index_url needs its wheel in the context: PyPI's torch is a CUDA build."""
+    p = stack.pytorch
+    if not check_inputs or p.source != "pip" or p.index_url or p.variant != "cpu":
+        return
+    if any(render.torch_wheel_matches(Path(w.name).name, stack) for w in wheels):
+        return
+    where = wh or (Path(o.wheelhouse) if o.wheelhouse else default_wheelhouse())
+    links = ", ".join(map(str, pip_find_links())) or "none set"
+    raise ImageError(
+        f"stack {stack.name} pins the CPU build of PyTorch {p.version}, but no {p.package or 'torch'} {p.version}+cpu "
+        f"wheel for Python {stack.python} is in {where} or pip's find-links ({links})",
+        hint=f"put it in {where / _wheelhouse_sub(stack) if not wh else where} (pip download --no-deps "
+        f"torch=={p.version} --index-url https://download.pytorch.org/whl/cpu), or set pytorch.index_url")
 
 
 # -- the engine ------------------------------------------------------------------------------------

@@ -26,13 +26,14 @@ from repro.image.blocks.stack import (
     building_blocks,
     distro_packages,
     tf_benchmarks_pin,
+    torch_wheel_matches,
     wheel_matches,
 )
 from repro.manifest.schema import Stack
 
 __all__ = ["CHECK_BUILD_FILE", "REPO", "TF_BENCHMARKS", "RenderOptions", "TfCnnBenchmarks", "base_image",
            "base_image_cudnn", "building_blocks", "distro_packages", "image_key", "image_tag", "render",
-           "render_apptainer", "render_dockerfile", "tf_benchmarks_pin", "wheel_matches"]
+           "render_apptainer", "render_dockerfile", "tf_benchmarks_pin", "torch_wheel_matches", "wheel_matches"]
 
 REPO = "repro/stack"  # image repository; the tag is the build key (see image_key)
 

@@ -1,7 +1,8 @@
 """Verify a built image against its stack: run a probe inside it, compare what it found with the pins.
 
 The probe is a Python 2/3 script run in a throw-away container (no network, removed afterwards). It
-prints one `REPRO_PROBE <json>` line: /etc/os-release, Python, TensorFlow, Horovod and its build flags
+prints one `REPRO_PROBE <json>` line: /etc/os-release, Python, TensorFlow, PyTorch (its version, CUDA, cuDNN,
+NCCL and torch.distributed backends), Horovod and its build flags
 (`horovodrun --check-build`), MPI, NCCL/cuDNN/CUDA/OFED versions, `pip freeze`, the sshd host keys.
 Parsing and comparing are pure (`found_versions`, `horovod_flags`, `mismatches`).
 """
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from repro.errors import ImageError, VerificationError
 from repro.image.render import CHECK_BUILD_FILE
-from repro.manifest.software import Software, normal_name
+from repro.manifest.software import Software, normal_name, torch_fields
 from repro.manifest.software import mismatches as software_mismatches
 
 if TYPE_CHECKING:
@@ -91,12 +92,32 @@ try:
         p["tensorflow"]["build_info"] = dict((k, str(v)) for k, v in info().items())
 except Exception as exc:
     p["tensorflow"] = {"error": repr(exc)}
+try:
+    import torch
+    p["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda}
+    try:
+        p["torch"]["cudnn"] = torch.backends.cudnn.version()
+    except Exception as exc:
+        p["torch"]["cudnn_error"] = repr(exc)
+    if torch.version.cuda:
+        try:
+            p["torch"]["nccl"] = torch.cuda.nccl.version()
+        except Exception as exc:
+            p["torch"]["nccl_error"] = repr(exc)
+    import torch.distributed as dist
+    p["torch"]["backends"] = dict((n, bool(getattr(dist, "is_" + n + "_available")()))
+                                  for n in ("gloo", "mpi", "nccl")) if dist.is_available() else {}
+except Exception as exc:
+    p["torch"] = {"error": repr(exc)}
 p["horovod_check_build"] = {"rc": 0, "out": recorded, "recorded": True} if recorded else finish(check_build)
 try:
     import horovod
     p["horovod"] = {"version": horovod.__version__}
-    try:  # the library's own answer, live (cheap: TensorFlow is imported already)
-        import horovod.tensorflow as hvd
+    try:  # the library's own answer, live (cheap: the framework is imported already)
+        if "version" in p["torch"] and "version" not in p["tensorflow"]:
+            import horovod.torch as hvd
+        else:
+            import horovod.tensorflow as hvd
         api = {}
         for name in ("mpi_built", "gloo_built", "nccl_built"):
             fn = getattr(hvd, name, None)
@@ -265,7 +286,14 @@ def found_versions(found: dict[str, Any]) -> dict[str, str | None]:
         tf = next((v for k, v in _frozen(found).items() if k in ("tensorflow", "tensorflow-gpu", "tensorflow-cpu")),
                   None)
     ofed = _text(found.get("ofed_info")).strip().removeprefix("MLNX_OFED_LINUX-").rstrip(":") or None
+    torch = torch_fields(found.get("torch"))
+    # only where torch is in the image: the versions of a TensorFlow image stay what its lock has always held
+    keys = ("torch", "torch_cuda", "torch_cudnn", "torch_nccl")
+    torch_versions = {k: torch[k] for k in keys} if torch["torch"] else {}
+    if torch["torch"]:  # the torch.distributed backends the build offers, e.g. "gloo" or "gloo,mpi,nccl"
+        torch_versions["torch_backends"] = ",".join(k for k, v in sorted(torch["torch_backends"].items()) if v)
     return {
+        **torch_versions,
         "os": f"{osr.get('ID', '?')} {osr.get('VERSION_ID', '?')}" if osr else None,
         "python": found.get("python"),
         "tensorflow": tf,
@@ -291,7 +319,8 @@ def software(found: dict[str, Any]) -> Software:
         tensorflow_error=(found.get("tensorflow") or {}).get("error"), packages=_frozen(found),
         horovod=v["horovod"], horovod_error=hvd.get("error"), horovod_built=horovod_flags(found), mpi=v["mpi"],
         cuda=v["cuda"], cudnn=v["cudnn"], nccl=v["nccl"], ofed=v["ofed"],
-        sshd_port=int(port.group(1)) if port else None, ssh_host_keys=list(found.get("ssh_host_keys") or []))
+        sshd_port=int(port.group(1)) if port else None, ssh_host_keys=list(found.get("ssh_host_keys") or []),
+        **torch_fields(found.get("torch")))
 
 
 def mismatches(stack: Stack, found: dict[str, Any]) -> list[str]:

@@ -18,13 +18,23 @@ from typing import Any
 from repro.manifest.schema import Stack
 
 LABELS = frozenset({"name", "description"})
+# Fields added after stacks were first hashed: left out while unset, so every earlier stack keeps its hashes
+# (its records and images stay its own). A stack that sets one hashes it like any other field.
+LATER_OPTIONAL: tuple[tuple[str, ...], ...] = (("pytorch",), ("tensorflow",), ("horovod",), ("horovod", "commit"))
 RUNTIME_ONLY = frozenset({"env", "benchmark"})
 HASH_LENGTH = 12
 
 
 def canonical(stack: Stack, *, exclude: frozenset[str] = LABELS) -> dict[str, Any]:
-    """The stack as plain JSON data, labels removed."""
-    return stack.model_dump(mode="json", exclude=set(exclude))
+    """The stack as plain JSON data, labels removed, later optional fields left out while unset."""
+    data = stack.model_dump(mode="json", exclude=set(exclude))
+    for path in LATER_OPTIONAL:
+        parent = data
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and path[-1] in parent and parent[path[-1]] is None:
+            del parent[path[-1]]
+    return data
 
 
 def _digest(data: dict[str, Any]) -> str:

@@ -6,103 +6,34 @@ deprecated) or a note, with the reason and the public source it rests on.
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from importlib import resources
-from typing import Any
+from collections.abc import Iterator
 
-import yaml
-
-from repro.errors import Location
-from repro.manifest.loader import FieldPath, dotted
+from repro.manifest import compat_torch  # noqa: F401  (registers PyTorch's rules)
+from repro.manifest.findings import (  # noqa: F401  (re-exported: compat is where callers look)
+    ERROR,
+    NOTE,
+    RULES,
+    SEVERITIES,
+    WARNING,
+    Finding,
+    _f,
+    _row,
+    _rows_within,
+    _source,
+    rule,
+    table,
+)
+from repro.manifest.loader import FieldPath
 from repro.manifest.resolve import LoadedStack
 from repro.manifest.schema import Stack
-from repro.manifest.versions import at_least, in_any_line, in_release_line, lines_overlap, major_minor, parse_version
-
-ERROR, WARNING, NOTE = "error", "warning", "note"
-SEVERITIES = (ERROR, WARNING, NOTE)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One compatibility finding about a stack."""
-
-    severity: str
-    rule: str
-    message: str
-    path: FieldPath = ()
-    source: str = ""
-    location: Location | None = None
-
-    def render(self) -> str:
-        where = f"{self.location}: " if self.location else ""
-        field_ = f"{dotted(self.path)}: " if self.path else ""
-        text = f"{where}{self.severity}[{self.rule}]: {field_}{self.message}"
-        if self.source:
-            text += f"\n    source: {self.source}"
-        return text
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "severity": self.severity,
-            "rule": self.rule,
-            "field": dotted(self.path),
-            "message": self.message,
-            "source": self.source,
-            "location": str(self.location) if self.location else None,
-        }
-
-
-@functools.lru_cache(maxsize=1)
-def table() -> dict[str, Any]:
-    """The shipped compatibility table."""
-    text = resources.files("repro.manifest").joinpath("compat.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
-
-
-def _source(key: str | None) -> str:
-    if not key:
-        return ""
-    return table()["sources"].get(key, key)
-
-
-def _row(rows: list[dict], key: str, version: str) -> dict | None:
-    for row in rows:
-        values = row[key] if isinstance(row[key], list) else [row[key]]
-        if in_any_line(version, values):
-            return row
-    return None
-
-
-def _rows_within(rows: list[dict], key: str, version: str) -> list[dict]:
-    """The row holding `version`; for a version written with fewer parts than the rows ('7.1' where the
-    table has 7.1.2, 7.1.3 and 7.1.4), every row of that release line."""
-    row = _row(rows, key, version)
-    if row is not None:
-        return [row]
-    return [r for r in rows if any(lines_overlap(version, v) for v in (r[key] if isinstance(r[key], list)
-                                                                          else [r[key]]))]
-
-
-# ---------------------------------------------------------------- rules
-
-Rule = Callable[[Stack], Iterator[Finding]]
-RULES: list[Rule] = []
-
-
-def rule(fn: Rule) -> Rule:
-    RULES.append(fn)
-    return fn
-
-
-def _f(severity: str, rule_id: str, message: str, path: FieldPath, source: str = "") -> Finding:
-    return Finding(severity, rule_id, message, path, _source(source))
+from repro.manifest.versions import at_least, in_any_line, in_release_line, major_minor, parse_version
 
 
 @rule
 def tensorflow_python(s: Stack) -> Iterator[Finding]:
+    if s.tensorflow is None:
+        return
     tf = s.tensorflow.version
     row = _row(table()["tensorflow_builds"], "tf", tf)
     if row is None:
@@ -117,7 +48,7 @@ def tensorflow_python(s: Stack) -> Iterator[Finding]:
 
 @rule
 def tensorflow_cuda(s: Stack) -> Iterator[Finding]:
-    if not s.gpu or not s.cuda:
+    if not s.gpu or not s.cuda or s.tensorflow is None:
         return
     tf = s.tensorflow.version
     row = _row(table()["tensorflow_builds"], "tf", tf)
@@ -224,6 +155,8 @@ def nccl_cuda(s: Stack) -> Iterator[Finding]:
 
 
 def _horovod_row(s: Stack) -> dict | None:
+    if s.horovod is None or s.horovod.commit:  # a source commit is no release: the release rows do not hold it
+        return None
     return _row(table()["horovod"], "horovod", s.horovod.version)
 
 
@@ -247,9 +180,15 @@ def _horovod_tf_fixes(s: Stack) -> Iterator[Finding]:
 
 @rule
 def horovod_tensorflow(s: Stack) -> Iterator[Finding]:
+    if s.horovod is None or s.tensorflow is None:
+        return
     row = _horovod_row(s)
     hv, tf = s.horovod.version, s.tensorflow.version
     if row is None:
+        if s.horovod.commit:
+            yield _f(WARNING, "horovod-commit", f"Horovod from commit {s.horovod.commit[:12]} is no release; its "
+                     "TensorFlow support is unchecked", ("horovod", "commit"), "horovod_tags")
+            return
         yield _f(WARNING, "horovod-known", f"Horovod {hv} is not in repro's table; its TensorFlow and Python "
                  "support is unchecked", ("horovod", "version"), "horovod_tags")
         return
@@ -280,6 +219,8 @@ def horovod_tensorflow(s: Stack) -> Iterator[Finding]:
 @rule
 def tensorflow_package(s: Stack) -> Iterator[Finding]:
     """The pip package (as written or derived) exists for this TensorFlow and, on a GPU stack, uses the GPU."""
+    if s.tensorflow is None:
+        return
     package, tf = (s.tensorflow.package or "").split("[")[0].lower().replace("_", "-"), s.tensorflow.version
     for row in table()["tensorflow_packages"]:
         if row["package"] != package:
@@ -320,6 +261,8 @@ def horovod_python(s: Stack) -> Iterator[Finding]:
 @rule
 def horovod_build(s: Stack) -> Iterator[Finding]:
     h = s.horovod
+    if h is None:
+        return
     row = _horovod_row(s)
     if not h.with_mpi and not h.with_gloo:
         yield _f(ERROR, "horovod-controller", "Horovod needs a controller: set with_mpi or with_gloo",
@@ -473,7 +416,8 @@ def distro_python(s: Stack) -> Iterator[Finding]:
 
 
 # A derived field is not in the file: point at what it was derived from.
-DERIVED_FROM: dict[FieldPath, FieldPath] = {("base_image",): ("cuda",), ("tensorflow", "package"): ("tensorflow",)}
+DERIVED_FROM: dict[FieldPath, FieldPath] = {("base_image",): ("cuda",), ("tensorflow", "package"): ("tensorflow",),
+                                           ("pytorch", "package"): ("pytorch",), ("pytorch", "variant"): ("pytorch",)}
 
 
 def check(loaded: LoadedStack) -> list[Finding]:
@@ -488,3 +432,4 @@ def check(loaded: LoadedStack) -> list[Finding]:
                                loaded.where(path)))
     order = {sev: i for i, sev in enumerate(SEVERITIES)}
     return sorted(out, key=lambda f: order[f.severity])
+

@@ -94,6 +94,9 @@ def editor_schema() -> dict:
     definitions: dict[str, Any] = raw.pop("$defs", {})
     stack = copy.deepcopy(raw)
     stack["required"] = [r for r in stack.get("required", []) if r != "name"]  # name defaults to the file name
+    # exactly one framework (Stack._one_framework); the editor flags a stack with neither or both
+    stack["oneOf"] = [{"required": ["tensorflow"], "not": {"required": ["pytorch"]}},
+                      {"required": ["pytorch"], "not": {"required": ["tensorflow"]}}]
     definitions["Stack"] = stack
     for name in [n for n in definitions if n != "Stack"]:
         definitions[name + _PARTIAL] = _partial_model(definitions[name])
@@ -106,8 +109,8 @@ def editor_schema() -> dict:
         "$id": SCHEMA_ID,
         "title": "repro stack manifest",
         "description": "A stack manifest of repro: the pinned software stack (OS, CUDA, cuDNN, NCCL, MPI, Python, "
-        "TensorFlow, Horovod) and its benchmark defaults. A manifest without `extends` must be complete; one "
-        "with `extends` holds only what it changes.",
+        "TensorFlow or PyTorch, Horovod) and its benchmark defaults. A manifest without `extends` must be complete; "
+        "one with `extends` holds only what it changes.",
         "type": "object",
         "properties": properties,
         "additionalProperties": False,

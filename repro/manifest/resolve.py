@@ -223,10 +223,13 @@ def _diagnostics(exc: ValidationError, lookup) -> list[Diagnostic]:
             out.append(Diagnostic(msg, lookup((*loc, "model"), False), dotted((*loc, "model")),
                                   found=_short(ctx.get("model"))))
             continue
-        if kind == "gpu_fields":
+        if kind in ("gpu_fields", "framework", "workload_framework"):
             for name in ctx.get("fields", []):
                 path = tuple(name.split("."))
                 out.append(Diagnostic(msg, lookup(path, True), name))
+            if not ctx.get("fields"):  # nothing to point at (no framework at all): the document itself
+                out.append(Diagnostic(msg, lookup((), True), "tensorflow",
+                                      expected="a tensorflow: or a pytorch: mapping"))
             continue
         if kind == "extra_forbidden":
             parent = _model_at(loc[:-1])
@@ -254,8 +257,8 @@ def _diagnostics(exc: ValidationError, lookup) -> list[Diagnostic]:
             msg = "value not allowed"
         elif kind.endswith("_type") or kind.endswith("_parsing"):
             expected = kind.removesuffix("_type").removesuffix("_parsing").replace("_", " ")
-        out.append(Diagnostic(msg, lookup(loc, False), dotted(loc), expected=expected,
-                              found=_short(err.get("input"))))
+        found = "" if kind == "url_credentials" else _short(err.get("input"))  # never echo a credential
+        out.append(Diagnostic(msg, lookup(loc, False), dotted(loc), expected=expected, found=found))
     return out
 
 

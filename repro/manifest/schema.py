@@ -64,8 +64,17 @@ TF_CNN_BENCHMARKS_MODELS = (
     "resnet44_v2", "resnet56", "resnet56_v2", "resnet110", "resnet110_v2", "densenet40_k12", "densenet100_k12",
     "densenet100_k24",
 )
-MODELS_BY_WORKLOAD = {"cnn": CNN_MODELS, "tta": TTA_MODELS, "tf_cnn_benchmarks": TF_CNN_BENCHMARKS_MODELS}
+# The torch workloads' models (repro.workloads.torch_*): built from torch.nn, no torchvision.
+TORCH_CNN_MODELS = ("resnet50", "resnet101", "vgg16", "inception3", "resnet20", "resnet32", "resnet56")
+TORCH_TTA_MODELS = ("resnet20", "resnet32", "resnet56")
+MODELS_BY_WORKLOAD = {"cnn": CNN_MODELS, "tta": TTA_MODELS, "tf_cnn_benchmarks": TF_CNN_BENCHMARKS_MODELS,
+                      "torch_cnn": TORCH_CNN_MODELS, "torch_tta": TORCH_TTA_MODELS}
 ALL_MODELS = tuple(sorted({*TTA_MODELS, *TF_CNN_BENCHMARKS_MODELS}))
+# Which framework each workload runs on (None: framework-free plumbing); the manifest refuses a mismatch.
+WORKLOAD_FRAMEWORK = {"cnn": "tensorflow", "tf_cnn_benchmarks": "tensorflow", "allreduce": "tensorflow",
+                      "tta": "tensorflow", "torch_cnn": "pytorch", "torch_allreduce": "pytorch",
+                      "torch_tta": "pytorch", "probe": None}
+FRAMEWORKS = ("tensorflow", "pytorch")
 Model = Literal[ALL_MODELS]  # type: ignore[valid-type]
 
 
@@ -100,10 +109,43 @@ class TensorFlow(_Model):
         description="binary: the official wheel from the index; source: a wheel you built, taken from the wheelhouse")
 
 
+def _no_credentials(value: str) -> str:
+    # An index URL lands in the rendered recipe and the lock: a user:token@ in it would be written to disk.
+    netloc = value.split("://", 1)[-1].split("/", 1)[0]
+    if "@" in netloc:
+        raise PydanticCustomError("url_credentials", "an index URL must not hold credentials (user:token@); "
+                                  "give them to pip through its own configuration (netrc, keyring) instead")
+    return value
+
+
+IndexUrl = Annotated[str, AfterValidator(inputs.URL.check), AfterValidator(_no_credentials),
+                     WithJsonSchema(inputs.URL.json_schema())]
+Commit = Annotated[str, Field(pattern="^[0-9a-f]{40}$", description="a full 40-hex-digit git commit")]
+
+
+class PyTorch(_Model):
+    """PyTorch as installed in the image (or found on a host)."""
+
+    version: Version = Field(description="PyTorch version, e.g. 2.13.0 (the local label, +cpu or +cu124, is "
+                             "the variant)")
+    package: PipProject | None = Field(None, description="pip project; derived: torch (Debian: python3-torch)")
+    source: Literal["pip", "debian"] = Field(
+        "pip", description="pip: a wheel (from the index_url, PyPI or the wheelhouse); debian: Debian's "
+        "python3-torch package")
+    variant: Annotated[str, Field(pattern="^(cpu|cu[0-9]{3,4})$")] | None = Field(
+        None, description="the wheel's build; derived: cpu for a CPU stack, cu<major><minor> from cuda")
+    index_url: IndexUrl | None = Field(
+        None, description="extra pip index holding the variant's wheels, e.g. https://download.pytorch.org/whl/cu124"
+        " (never credentials)")
+
+
 class Horovod(_Model):
     """Horovod version and build options (HOROVOD_* build variables)."""
 
     version: Version = Field(description="Horovod version, e.g. 0.28.1")
+    commit: Commit | None = Field(
+        None, description="build Horovod from this commit of github.com/horovod/horovod (e.g. main with the C++17 "
+        "fix for torch >= 2.1) instead of the release")
     gpu_operations: Literal["NCCL", "MPI"] | None = Field(
         None, description="GPU stacks only: HOROVOD_GPU_OPERATIONS, NCCL or MPI")
     with_mpi: bool = Field(True, description="build with the MPI controller (HOROVOD_WITH_MPI)")
@@ -128,9 +170,11 @@ class Container(_Model):
 class Benchmark(_Model):
     """Defaults for `repro bench` with this stack; every one can be overridden on the command line."""
 
-    workload: Literal["cnn", "tf_cnn_benchmarks", "allreduce", "tta"] = Field(
+    workload: Literal["cnn", "tf_cnn_benchmarks", "allreduce", "tta", "torch_cnn", "torch_allreduce", "torch_tta",
+                      "probe"] = Field(
         "cnn", description="cnn (throughput), tf_cnn_benchmarks, allreduce (all-reduce sweep) or tta "
-        "(time to accuracy)")
+        "(time to accuracy) on TensorFlow; torch_cnn, torch_allreduce or torch_tta on PyTorch; probe (no "
+        "framework)")
     model: Model = Field("resnet50", description="the model to train; cnn: " + ", ".join(CNN_MODELS)
                          + "; tta also digits_cnn; tf_cnn_benchmarks: its own model names")
     batch_size: int = Field(64, ge=1, le=MAX_BATCH, description="per-worker batch size")
@@ -150,7 +194,8 @@ class Benchmark(_Model):
 
 
 class Stack(_Model):
-    """A pinned software stack: OS, GPU libraries, MPI, Python, TensorFlow, Horovod and run settings."""
+    """A pinned software stack: OS, GPU libraries, MPI, Python, one framework (TensorFlow or PyTorch), Horovod
+    (optional) and run settings."""
 
     name: StackName = Field(description="label of the stack; defaults to the file name without .yaml")
     description: Description = Field("", description="one line saying what the stack is")
@@ -167,8 +212,11 @@ class Stack(_Model):
     gpudirect: ModuleVersion | None = Field(
         None, description="GPUDirect RDMA peer-memory module version on the hosts, e.g. 1.0-8")
     python: Version = Field(description="Python version in the image, e.g. 3.11 or 2.7")
-    tensorflow: TensorFlow = Field(description="TensorFlow version, package and build")
-    horovod: Horovod = Field(description="Horovod version and build options")
+    tensorflow: TensorFlow | None = Field(
+        None, description="TensorFlow version, package and build (a stack pins tensorflow or pytorch)")
+    pytorch: PyTorch | None = Field(
+        None, description="PyTorch version, package, source and variant (a stack pins tensorflow or pytorch)")
+    horovod: Horovod | None = Field(None, description="Horovod version and build options (optional)")
     packages: Packages = Field(default_factory=Packages, description="extra apt and pip packages in the image")
     env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=500,
                                          description="launch environment: NCCL_*, HOROVOD_*, OMPI_MCA_*; "
@@ -181,12 +229,43 @@ class Stack(_Model):
         """A GPU stack is one that pins CUDA."""
         return self.cuda is not None
 
+    @property
+    def framework(self) -> str:
+        """'tensorflow' or 'pytorch': the one framework the stack pins."""
+        return "pytorch" if self.pytorch is not None else "tensorflow"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _framework_default_workload(cls, data: object) -> object:
+        # benchmark.workload defaults to cnn (TensorFlow); a PyTorch stack's default is its counterpart
+        if isinstance(data, dict) and data.get("pytorch") is not None and data.get("tensorflow") is None:
+            bench = data.get("benchmark")
+            if bench is None or (isinstance(bench, dict) and "workload" not in bench):
+                data = {**data, "benchmark": {**(bench or {}), "workload": "torch_cnn"}}
+        return data
+
+    @model_validator(mode="after")
+    def _one_framework(self) -> Stack:
+        pinned = [name for name in FRAMEWORKS if getattr(self, name) is not None]
+        if len(pinned) != 1:
+            extra = " (a stack that extends another drops the inherited one with `tensorflow: null`)" if pinned else ""
+            raise PydanticCustomError(
+                "framework", "a stack pins exactly one framework, tensorflow or pytorch; found {found}" + extra,
+                {"found": " and ".join(pinned) or "neither", "fields": pinned})
+        wants = WORKLOAD_FRAMEWORK.get(self.benchmark.workload)
+        if wants is not None and wants != pinned[0]:
+            raise PydanticCustomError(
+                "workload_framework", "workload {workload} runs on {wants}, but this stack pins {found}",
+                {"workload": self.benchmark.workload, "wants": wants, "found": pinned[0],
+                 "fields": ["benchmark.workload"]})
+        return self
+
     @model_validator(mode="after")
     def _gpu_fields_go_together(self) -> Stack:
         gpu_only = {"driver": self.driver, "cudnn": self.cudnn, "nccl": self.nccl, "gpudirect": self.gpudirect}
         if self.cuda is None:
             present = [k for k, v in gpu_only.items() if v is not None]
-            if self.horovod.gpu_operations is not None:
+            if self.horovod is not None and self.horovod.gpu_operations is not None:
                 present.append("horovod.gpu_operations")
             if present:
                 raise PydanticCustomError(
@@ -195,7 +274,9 @@ class Stack(_Model):
                     {"fields": present},
                 )
         else:
-            missing = [k for k in ("driver", "cudnn", "nccl") if getattr(self, k) is None]
+            # a PyTorch wheel brings its own cuDNN and NCCL: pinning the image's system copies is optional there
+            required = ("driver",) if self.pytorch is not None else ("driver", "cudnn", "nccl")
+            missing = [k for k in required if getattr(self, k) is None]
             if missing:
                 raise PydanticCustomError(
                     "gpu_fields", "a GPU stack (one that pins cuda) must also pin this", {"fields": missing}

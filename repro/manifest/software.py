@@ -28,13 +28,20 @@ class Software(BaseModel):
     packages: dict[str, str] = Field(default_factory=dict)  # installed Python distributions (normalised names)
     horovod: str | None = None
     horovod_error: str | None = None
-    horovod_built: dict[str, bool | None] = Field(default_factory=dict)  # tensorflow, mpi, gloo, nccl
+    horovod_built: dict[str, bool | None] = Field(default_factory=dict)  # tensorflow, pytorch, mpi, gloo, nccl
+    torch: str | None = None  # torch.__version__, e.g. 2.13.0+cpu
+    torch_error: str | None = None
+    torch_cuda: str | None = None  # torch.version.cuda (None: a CPU build)
+    torch_cudnn: str | None = None  # torch.backends.cudnn.version() as dotted text: 91300 -> 9.13.0
+    torch_nccl: str | None = None  # torch.cuda.nccl.version() as dotted text: (2, 27, 7) -> 2.27.7
+    torch_backends: dict[str, bool] = Field(default_factory=dict)  # torch.distributed: gloo, mpi, nccl
     mpi: str | None = None  # "openmpi 4.1.4"
     mpi_error: str | None = None
     cuda: str | None = None
     cudnn: str | None = None
     nccl: str | None = None
     ofed: str | None = None
+    driver: str | None = None  # the NVIDIA driver (nvidia-smi), on a host
     sshd_port: int | None = None
     ssh_host_keys: list[str] = Field(default_factory=list)
 
@@ -56,6 +63,38 @@ def normal_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def cudnn_text(value: object) -> str | None:
+    """torch.backends.cudnn.version() as a version: 91300 -> '9.13.0' (cuDNN 9: M*10000+m*100+p), 8907 -> '8.9.7'
+    (before 9: M*1000+m*100+p)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    major, rest = (value // 10000, value % 10000) if value >= 90000 else (value // 1000, value % 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+def nccl_text(value: object) -> str | None:
+    """torch.cuda.nccl.version() as a version: (2, 27, 7) -> '2.27.7'; older releases return an int (21805 ->
+    '2.18.5', 2708 -> '2.7.8')."""
+    if isinstance(value, (list, tuple)) and value and all(isinstance(x, int) for x in value):
+        return ".".join(str(x) for x in value[:3])
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    major, rest = (value // 10000, value % 10000) if value >= 10000 else (value // 1000, value % 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+def torch_fields(found: object) -> dict:
+    """The torch part of a probe ({version, cuda, cudnn, nccl, backends} or {error}) as Software's torch_* fields."""
+    t = found if isinstance(found, dict) else {}
+    backends = t.get("backends") if isinstance(t.get("backends"), dict) else {}
+    cuda = t.get("cuda")
+    return {"torch": t.get("version") if isinstance(t.get("version"), str) else None,
+            "torch_error": str(t["error"])[:200] if t.get("error") else None,
+            "torch_cuda": str(cuda) if cuda else None, "torch_cudnn": cudnn_text(t.get("cudnn")),
+            "torch_nccl": nccl_text(t.get("nccl")),
+            "torch_backends": {str(k): bool(v) for k, v in backends.items() if v is not None}}
+
+
 def _built(flag: bool | None, what: str) -> str:
     return "unknown" if flag is None else f"{what} built in" if flag else f"{what} not built in"
 
@@ -69,16 +108,20 @@ def _versions(stack, sw: Software, where: Where) -> list[str]:
 
     # a host's python only has to match the release line (3.11 for 3.11.2); an image's likewise
     version("python", ".".join(stack.python.split(".")[:2]) if where == "host" else stack.python, sw.python)
-    version("tensorflow", stack.tensorflow.version, sw.tensorflow, sw.tensorflow_error)
-    if sw.tensorflow and sw.tensorflow_error and not stack.gpu:
-        out.append(f"tensorflow: pinned {stack.tensorflow.version}, found it does not import "
-                   f"({sw.tensorflow_error[:200]})")
-    pinned_package = stack.tensorflow.package if stack.tensorflow.build == "binary" else None
-    if where == "image" and pinned_package and normal_name(pinned_package) not in sw.packages:
-        others = [f"{k}=={x}" for k, x in sw.packages.items()
-                  if k in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel")]
-        out.append(f"tensorflow package: pinned {pinned_package}, found {', '.join(others) or 'none'}")
-    version("horovod", stack.horovod.version, sw.horovod, sw.horovod_error)
+    if stack.tensorflow is not None:
+        version("tensorflow", stack.tensorflow.version, sw.tensorflow, sw.tensorflow_error)
+        if sw.tensorflow and sw.tensorflow_error and not stack.gpu:
+            out.append(f"tensorflow: pinned {stack.tensorflow.version}, found it does not import "
+                       f"({sw.tensorflow_error[:200]})")
+        pinned_package = stack.tensorflow.package if stack.tensorflow.build == "binary" else None
+        if where == "image" and pinned_package and normal_name(pinned_package) not in sw.packages:
+            others = [f"{k}=={x}" for k, x in sw.packages.items()
+                      if k in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel")]
+            out.append(f"tensorflow package: pinned {pinned_package}, found {', '.join(others) or 'none'}")
+    if stack.pytorch is not None:
+        out += _torch(stack, sw, where)
+    if stack.horovod is not None:
+        version("horovod", stack.horovod.version, sw.horovod, sw.horovod_error)
     found_impl, _, found_mpi = (sw.mpi or "").partition(" ")
     if found_impl != stack.mpi.implementation or not same(stack.mpi.version, found_mpi):
         what = sw.mpi or (f"none ({sw.mpi_error})" if sw.mpi_error else "none")
@@ -91,13 +134,38 @@ def _versions(stack, sw: Software, where: Where) -> list[str]:
     return out
 
 
+def _torch(stack, sw: Software, where: Where) -> list[str]:
+    """A PyTorch stack against what torch itself reports: its version, its build (variant) and, in an image,
+    the package it came from."""
+    p = stack.pytorch
+    if not same(p.version, sw.torch):
+        why = f"none ({sw.torch_error})" if sw.torch is None and sw.torch_error else sw.torch or "none"
+        return [f"torch: pinned {p.version}, found {why}"]
+    out: list[str] = []
+    label = (sw.torch or "").partition("+")[2]
+    found_build = f"CUDA {sw.torch_cuda}" if sw.torch_cuda else "a CPU build"
+    if p.variant == "cpu" and sw.torch_cuda:
+        out.append(f"torch variant: pinned cpu, found {found_build} ({sw.torch})")
+    elif p.variant and p.variant.startswith("cu"):
+        want = f"{p.variant[2:-1]}.{p.variant[-1]}"
+        if not sw.torch_cuda or not same(want, sw.torch_cuda):
+            out.append(f"torch variant: pinned {p.variant} (CUDA {want}), found {found_build} ({sw.torch})")
+    elif label and p.variant and label != p.variant and not label.startswith("git"):
+        out.append(f"torch variant: pinned {p.variant}, found {sw.torch}")
+    if where == "image" and p.source == "pip" and sw.packages and normal_name(p.package or "torch") not in sw.packages:
+        out.append(f"torch package: pinned {p.package or 'torch'} (pip), found it not installed by pip")
+    return out
+
+
 def _horovod_build(stack, sw: Software, where: Where, backend: str | None) -> list[str]:
-    if sw.horovod is None:
+    if sw.horovod is None or stack.horovod is None:
         return []
     out: list[str] = []
     flags = sw.horovod_built
-    if where == "image" and flags.get("tensorflow") is not True:
-        out.append(f"horovod tensorflow: pinned built in, found {_built(flags.get('tensorflow'), 'TensorFlow')}")
+    framework = stack.framework
+    name = {"tensorflow": "TensorFlow", "pytorch": "PyTorch"}[framework]
+    if where == "image" and flags.get(framework) is not True:
+        out.append(f"horovod {framework}: pinned built in, found {_built(flags.get(framework), name)}")
     names = {"mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
     if where == "image":  # the image must be built exactly as pinned
         for key, pinned in (("mpi", stack.horovod.with_mpi), ("gloo", stack.horovod.with_gloo)):
@@ -126,6 +194,9 @@ def mismatches(stack, sw: Software, *, where: Where, backend: str | None = None)
             out.append(f"os: pinned {want}, found {sw.os or 'no /etc/os-release'}")
     out += _versions(stack, sw, where)
     out += _horovod_build(stack, sw, where, backend)
+    if stack.pytorch is not None and backend in ("gloo", "mpi", "nccl") and sw.torch_backends.get(backend) is False:
+        out.append(f"torch.distributed {backend}: needed by --backends {backend}, found not available in this torch "
+                   "build")
     if where == "image":
         if sw.sshd_port != stack.container.ssh_port:
             out.append(f"sshd port: pinned {stack.container.ssh_port}, found {sw.sshd_port or 'none'}")
@@ -136,14 +207,17 @@ def mismatches(stack, sw: Software, *, where: Where, backend: str | None = None)
 
 def from_host_probe(found: dict) -> Software:
     """The `host` runtime's probe output (JSON: python, executable, tensorflow[_error], horovod[_error],
-    horovod_built, mpi = `mpirun --version`'s first line or mpi_error) as Software."""
+    horovod_built, torch = {version, cuda, cudnn, nccl, backends} or {error}, mpi = `mpirun --version`'s first
+    line or mpi_error) as Software."""
     text = str(found.get("mpi") or "")
     m = re.search(r"\(Open MPI\)\s+(\S+)", text)
     mpi = f"openmpi {m.group(1)}" if m else (text.strip() or None)
     built = found.get("horovod_built") if isinstance(found.get("horovod_built"), dict) else {}
     return Software(
+        os=found.get("os") if isinstance(found.get("os"), str) else None,
+        driver=found.get("driver") if isinstance(found.get("driver"), str) else None,
         python=found.get("python"), executable=found.get("executable"), tensorflow=found.get("tensorflow"),
         tensorflow_error=found.get("tensorflow_error"), horovod=found.get("horovod"),
         horovod_error=found.get("horovod_error"),
         horovod_built={k: (None if v is None else bool(v)) for k, v in built.items()}, mpi=mpi,
-        mpi_error=found.get("mpi_error"))
+        mpi_error=found.get("mpi_error"), **torch_fields(found.get("torch")))

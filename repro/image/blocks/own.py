@@ -9,6 +9,7 @@ are checked (repro.image.blocks.safe) when a block is made, never quoted after t
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any
 
 from hpccm.building_blocks.base import bb_base
@@ -185,6 +186,8 @@ class PythonEnv(bb_base):
 
     executable: default python3. venv: default /opt/repro/venv (None: no venv). bootstrap: the pip,
     setuptools and wheel pins. pythonpath: default /opt/repro (where the workloads are copied).
+    system_site_packages: let the venv see the distribution's Python packages (Debian's python3-torch).
+    Default False.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -193,10 +196,12 @@ class PythonEnv(bb_base):
         self.venv = kwargs.get("venv", "/opt/repro/venv")
         self.bootstrap = [safe.pip_requirement(p, "pip bootstrap") for p in kwargs.get("bootstrap", ())]
         self.pythonpath = safe.path(kwargs.get("pythonpath", "/opt/repro"), "PYTHONPATH")
+        self.system_site_packages = bool(kwargs.get("system_site_packages", False))
         if self.venv:
             venv = safe.path(self.venv, "venv")
             self += note(f"Python virtual environment {venv} on PATH")
-            self += shell(commands=[f"{self.executable} -m venv {venv}"])
+            flag = " --system-site-packages" if self.system_site_packages else ""
+            self += shell(commands=[f"{self.executable} -m venv{flag} {venv}"])
             self += pip_install(self.bootstrap, python=f"{venv}/bin/python -m pip", install_args=["--upgrade"])
             self += environment(variables={"VIRTUAL_ENV": venv, "PATH": f"{venv}/bin:$PATH",
                                            "PYTHONPATH": self.pythonpath})
@@ -212,7 +217,9 @@ class Horovod(bb_base):
     version: default 0.28.1. gpu: link against the CUDA driver stub while building. gpu_operations:
     NCCL or MPI (None: CPU). with_mpi, with_gloo: default True. wheel: a matching wheel in the
     wheelhouse (no compiler needed). copy_wheelhouse: copy the wheelhouse here (not done already by a
-    source-built TensorFlow). find_links: let pip look in the wheelhouse.
+    source-built TensorFlow). find_links: let pip look in the wheelhouse. framework: tensorflow (default) or
+    pytorch, the one Horovod is built for. commit: build this commit of github.com/horovod/horovod (cloned with
+    its submodules) instead of the release; a wheel in the wheelhouse still comes first.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -225,16 +232,30 @@ class Horovod(bb_base):
         self.wheel = kwargs.get("wheel")
         self.copy_wheelhouse = bool(kwargs.get("copy_wheelhouse", False))
         self.find_links = bool(kwargs.get("find_links", False))
+        self.framework = kwargs.get("framework", "tensorflow")
+        self.commit = kwargs.get("commit")
         if self.gpu_operations not in (None, "NCCL", "MPI"):
             raise safe._refuse("horovod.gpu_operations", self.gpu_operations, "NCCL or MPI")
-        how = f"from the wheelhouse ({safe.file_name(self.wheel, 'wheel')})" if self.wheel else "built from source"
+        if self.framework not in ("tensorflow", "pytorch"):
+            raise safe._refuse("horovod framework", self.framework, "tensorflow or pytorch")
+        if self.commit is not None and not re.fullmatch("[0-9a-f]{40}", str(self.commit)):
+            raise safe._refuse("horovod.commit", self.commit, "40 lower-case hex digits")
+        source = f"commit {self.commit[:12]}" if self.commit else "source"
+        how = f"from the wheelhouse ({safe.file_name(self.wheel, 'wheel')})" if self.wheel else f"built from {source}"
         self += note(f"Horovod {self.version}, {how}")
         if self.copy_wheelhouse:
             self += copy_dir("wheelhouse", WHEELHOUSE)
         links = f" --find-links {WHEELHOUSE}" if self.find_links else ""
-        install = (f"{' '.join(self.env_lines)} {PIP} --no-cache-dir install --no-build-isolation{links} "
-                   f"horovod=={self.version}")
-        commands = ["ldconfig /usr/local/cuda/lib64/stubs", install, "ldconfig"] if self.gpu else [install]
+        what = f"horovod=={self.version}"
+        fetch: list[str] = []
+        if self.commit and not self.wheel:
+            fetch = ["git clone --recursive https://github.com/horovod/horovod.git /var/tmp/horovod",
+                     f"git -C /var/tmp/horovod checkout {self.commit}",
+                     "git -C /var/tmp/horovod submodule update --init --recursive"]
+            what = "/var/tmp/horovod"
+        install = f"{' '.join(self.env_lines)} {PIP} --no-cache-dir install --no-build-isolation{links} {what}"
+        built = [*fetch, install, *(["rm -rf /var/tmp/horovod"] if fetch else [])]
+        commands = ["ldconfig /usr/local/cuda/lib64/stubs", *built, "ldconfig"] if self.gpu else built
         if self.check_build:
             commands += [f"mkdir -p {posixpath.dirname(CHECK_BUILD_FILE)}",
                          f"horovodrun --check-build > {CHECK_BUILD_FILE}", f"cat {CHECK_BUILD_FILE}"]
@@ -249,7 +270,10 @@ class Horovod(bb_base):
     def env_lines(self) -> tuple[str, ...]:
         """The HOROVOD_* build variables this version understands."""
         v = _vtuple(self.version)
-        out = ["HOROVOD_WITH_TENSORFLOW=1", "HOROVOD_WITHOUT_PYTORCH=1", "HOROVOD_WITHOUT_MXNET=1"]
+        if self.framework == "pytorch":
+            out = ["HOROVOD_WITHOUT_TENSORFLOW=1", "HOROVOD_WITH_PYTORCH=1", "HOROVOD_WITHOUT_MXNET=1"]
+        else:
+            out = ["HOROVOD_WITH_TENSORFLOW=1", "HOROVOD_WITHOUT_PYTORCH=1", "HOROVOD_WITHOUT_MXNET=1"]
         if v >= (0, 17):  # HOROVOD_WITH_MPI / WITH_GLOO first appeared in 0.17.0
             out.append(f"HOROVOD_{'WITH' if self.with_mpi else 'WITHOUT'}_MPI=1")
             out.append(f"HOROVOD_{'WITH' if self.with_gloo else 'WITHOUT'}_GLOO=1")

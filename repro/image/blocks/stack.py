@@ -92,6 +92,16 @@ def wheel_matches(filename: str, project: str, version: str, python: str) -> boo
     return any(t in (f"cp{major}{minor}", f"py{major}", f"py{major}{minor}") for t in pytag.split("."))
 
 
+def torch_wheel_matches(filename: str, stack: Stack) -> bool:
+    """Whether a wheel file is the stack's PyTorch: its version with or without the variant's local label
+    (torch-2.13.0+cpu-cp311-...), for the stack's Python."""
+    p = stack.pytorch
+    if p is None:
+        return False
+    project = p.package or "torch"
+    return any(wheel_matches(filename, project, v, stack.python) for v in (p.version, f"{p.version}+{p.variant}"))
+
+
 def tf_benchmarks_pin(tf_version: str) -> tuple[str, str] | None:
     """tensorflow/benchmarks branch and commit for a TF 1.x release (the newest branch not past it)."""
     v = parse_version(tf_version)[:2]
@@ -122,28 +132,39 @@ class _Plan:
     distro_mpi: bool
     hvd_wheel: str | None
     tf_source: bool
+    torch_wheel: str | None = None  # the stack's PyTorch wheel in the wheelhouse
+    torch_debian: bool = False  # PyTorch from Debian's python3-torch (the venv sees the system's packages)
 
 
 def _plan(s: Stack, o: RenderOptions) -> _Plan:
     pythons = distro_packages(s).get("python", [])
     pythons = pythons if isinstance(pythons, list) else [pythons]
-    hvd_wheel = next((w for w in o.wheels if wheel_matches(w, "horovod", s.horovod.version, s.python)), None)
+    hvd_wheel = next((w for w in o.wheels if s.horovod and wheel_matches(w, "horovod", s.horovod.version, s.python)),
+                     None)
     distro_mpi = (not s.gpu and s.mpi.implementation == "openmpi"
                   and distro_packages(s).get("openmpi") == s.mpi.version)
+    torch_debian = s.pytorch is not None and s.pytorch.source == "debian"
+    torch_wheel = next((w for w in o.wheels if torch_wheel_matches(w, s)), None) if not torch_debian else None
     return _Plan(py2=s.python.startswith("2"), python_in_distro=major_minor(s.python) in pythons,
-                 compiles=hvd_wheel is None, distro_mpi=distro_mpi, hvd_wheel=hvd_wheel,
-                 tf_source=s.tensorflow.build == "source")
+                 compiles=s.horovod is not None and hvd_wheel is None, distro_mpi=distro_mpi, hvd_wheel=hvd_wheel,
+                 tf_source=s.tensorflow is not None and s.tensorflow.build == "source", torch_wheel=torch_wheel,
+                 torch_debian=torch_debian)
 
 
 def _os_packages(s: Stack, o: RenderOptions, p: _Plan) -> list[str]:
     """Every distribution package repro's own blocks need, plus the stack's, for one layer."""
     wanted = {"ca-certificates", *SSHD_APT}
-    if tf_benchmarks_pin(s.tensorflow.version) or (s.gpu and s.ofed and (o.ofed_url or o.ofed_mirror)):
+    tf_pin = s.tensorflow is not None and tf_benchmarks_pin(s.tensorflow.version)
+    if tf_pin or (s.gpu and s.ofed and (o.ofed_url or o.ofed_mirror)):
         wanted.add("wget")  # repro's own downloads use wget, as hpccm's blocks do
     if p.distro_mpi:
         wanted.update(("openmpi-bin", "libopenmpi-dev") if p.compiles else ("openmpi-bin",))
-    if p.compiles:
+    if p.compiles and s.horovod is not None:
         wanted.update(("cmake", "g++", "make") if parse_version(s.horovod.version) >= (0, 20) else ("g++", "make"))
+        if s.horovod.commit:
+            wanted.add("git")  # a commit is cloned with its submodules (a GitHub archive has none)
+    if p.torch_debian:
+        wanted.add("python3-torch")
     if p.py2:
         wanted.add("python-pip")
     elif p.python_in_distro:
@@ -164,7 +185,8 @@ def _python_blocks(s: Stack, p: _Plan) -> list[tuple[str, object]]:
         executable = f"python{safe.version(s.python, 'python')}"
         installed = apt_get(ppas=["ppa:deadsnakes/ppa"], ospackages=[executable, f"{executable}-dev",
                                                                      f"{executable}-venv"])
-    env = own.PythonEnv(executable=executable, venv=None if p.py2 else "/opt/repro/venv", bootstrap=bootstrap)
+    env = own.PythonEnv(executable=executable, venv=None if p.py2 else "/opt/repro/venv", bootstrap=bootstrap,
+                        system_site_packages=p.torch_debian)
     return [("python", installed), ("python env", env)]
 
 
@@ -212,7 +234,36 @@ def _cuda_library_blocks(s: Stack) -> list[tuple[str, object]]:
     return out
 
 
-def _python_stack_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
+def _torch_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
+    """PyTorch: from the wheelhouse (an image build has no network to the PyTorch index), from the stack's
+    index_url, from PyPI, or Debian's python3-torch (installed with the os packages)."""
+    t = s.pytorch
+    assert t is not None
+    version = safe.version(t.version, "pytorch.version")
+    variant = safe.version(t.variant or "cpu", "pytorch.variant")
+    if p.torch_debian:
+        return [("pytorch", own.note(f"PyTorch {version}: Debian's python3-torch (in the os packages), seen by the "
+                                     "virtual environment"))]
+    package = safe.pip_requirement(t.package or "torch", "pytorch.package")
+    if p.torch_wheel:
+        how = f"from the wheelhouse ({safe.file_name(p.torch_wheel, 'wheel')})"
+        install = own.pip_install([f"{package}=={version}+{variant}"] if "+" in p.torch_wheel
+                                  else [f"{package}=={version}"], install_args=["--find-links", own.WHEELHOUSE])
+        blocks: list[object] = [own.note(f"PyTorch {package} {version} ({variant}), {how}"),
+                                own.copy_dir("wheelhouse", own.WHEELHOUSE), install]
+    elif t.index_url:
+        index = safe.url(t.index_url, "pytorch.index_url")
+        blocks = [own.note(f"PyTorch {package} {version} ({variant}) from {index}"),
+                  own.pip_install([f"{package}=={version}+{variant}"], install_args=["--extra-index-url", index])]
+    else:
+        blocks = [own.note(f"PyTorch {package} {version} from the package index"),
+                  own.pip_install([f"{package}=={version}"])]
+    return [("pytorch", blocks)]
+
+
+def _framework_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
+    if s.pytorch is not None:
+        return _torch_blocks(s, o, p)
     package = safe.pip_requirement(s.tensorflow.package or "tensorflow", "tensorflow.package")
     tf_version = safe.version(s.tensorflow.version, "tensorflow.version")
     if p.tf_source:
@@ -222,16 +273,24 @@ def _python_stack_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str
                                                                            own.WHEELHOUSE])]
     else:
         tf = [own.note(f"TensorFlow {package} {tf_version}"), own.pip_install([f"{package}=={tf_version}"])]
-    horovod = own.Horovod(version=s.horovod.version, gpu=s.gpu, gpu_operations=s.horovod.gpu_operations,
-                          with_mpi=s.horovod.with_mpi, with_gloo=s.horovod.with_gloo, wheel=p.hvd_wheel,
-                          copy_wheelhouse=bool(o.wheels) and not p.tf_source, find_links=bool(o.wheels))
-    out: list[tuple[str, object]] = [("tensorflow", tf), ("horovod", horovod)]
+    return [("tensorflow", tf)]
+
+
+def _python_stack_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
+    out = _framework_blocks(s, o, p)
+    if s.horovod is not None:
+        copied = p.tf_source or p.torch_wheel is not None  # the framework's block copied the wheelhouse already
+        out.append(("horovod", own.Horovod(
+            version=s.horovod.version, gpu=s.gpu, gpu_operations=s.horovod.gpu_operations,
+            with_mpi=s.horovod.with_mpi, with_gloo=s.horovod.with_gloo, wheel=p.hvd_wheel,
+            copy_wheelhouse=bool(o.wheels) and not copied, find_links=bool(o.wheels), framework=s.framework,
+            commit=s.horovod.commit)))
     requirements = [*(WORKLOAD_REQUIREMENTS if parse_version(s.python) >= (3, 8) else ()),
                     *(safe.pip_requirement(r, f"packages.pip[{i}]") for i, r in enumerate(s.packages.pip))]
     if requirements:
         out.append(("pip packages", [own.note("pip packages: what the workloads import, then the stack's own"),
                                      own.pip_install(requirements)]))
-    pin = tf_benchmarks_pin(s.tensorflow.version)
+    pin = tf_benchmarks_pin(s.tensorflow.version) if s.tensorflow is not None else None
     if pin:
         out.append(("tf_cnn_benchmarks", own.TfCnnBenchmarks(branch=pin[0], commit=pin[1])))
     return out

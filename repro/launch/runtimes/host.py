@@ -25,19 +25,58 @@ from repro.results.record import Settings
 
 PROBE_TIMEOUT_S = 180
 HOST_PROBE = r"""
-import json, platform, subprocess, sys
+import json, platform, shutil, subprocess, sys
 out = {"python": platform.python_version(), "executable": sys.executable}
+try:
+    with open("/etc/os-release") as fh:
+        rel = dict(line.rstrip("\n").split("=", 1) for line in fh if "=" in line)
+    out["os"] = (rel.get("ID", "").strip('"') + " " + rel.get("VERSION_ID", "").strip('"')).strip() or None
+except Exception:
+    pass
+if shutil.which("nvidia-smi"):
+    try:
+        text = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30).stdout
+        out["driver"] = text.split()[0] if text.strip() else None
+    except Exception as exc:
+        out["driver_error"] = str(exc)[:200]
 try:
     import tensorflow as tf
     out["tensorflow"] = tf.__version__
 except Exception as exc:
     out["tensorflow_error"] = str(exc)[:200]
 try:
+    import torch
+    t = out["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda}
+    t["cudnn"] = torch.backends.cudnn.version()
+    if torch.version.cuda:
+        t["nccl"] = torch.cuda.nccl.version()  # (2, 27, 7); an int in older releases
+    import torch.distributed as dist
+    t["backends"] = {n: bool(getattr(dist, f"is_{n}_available")()) for n in ("gloo", "mpi", "nccl")} \
+        if dist.is_available() else {}
+except Exception as exc:
+    out.setdefault("torch", {})["error"] = str(exc)[:200]
+try:
     import horovod
     out["horovod"] = horovod.__version__
-    import horovod.tensorflow as hvd
+    frameworks, errors, hvd = {}, [], None
+    for name, module in (("tensorflow", "horovod.tensorflow"), ("pytorch", "horovod.torch")):
+        if name == "pytorch" and "version" not in out.get("torch", {}) or name == "tensorflow" and "tensorflow" \
+                not in out:
+            continue  # the framework itself is missing: Horovod's binding for it cannot import
+        try:
+            bound = __import__(module, fromlist=["mpi_built"])
+            frameworks[name] = callable(getattr(bound, "mpi_built", None))  # unbuilt: imports, but empty
+            hvd = hvd or (bound if frameworks[name] else None)
+            if not frameworks[name]:
+                errors.append(module + " is not built")
+        except Exception as exc:
+            frameworks[name] = False
+            errors.append(str(exc)[:200])
+    if hvd is None:
+        raise ImportError("; ".join(errors) or "no framework for Horovod to bind to")
     out["horovod_built"] = {"mpi": bool(hvd.mpi_built()), "gloo": bool(hvd.gloo_built()),
-                            "nccl": bool(hvd.nccl_built())}
+                            "nccl": bool(hvd.nccl_built()), **frameworks}
 except Exception as exc:
     out["horovod_error"] = str(exc)[:200]
 try:

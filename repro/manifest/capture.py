@@ -1,0 +1,154 @@
+"""A stack manifest from the software a host or an image has now (pure): what `repro capture` writes.
+
+The probe (repro.launch.runtimes.host.HOST_PROBE on a host, repro.image.verify.PROBE in an image) gives a
+`Software`; `manifest_from(sw, ...)` turns it into manifest data that `repro validate` accepts, and says where
+each value came from (comments in the written file). A value the software cannot tell (the MPI of a host
+without mpirun, the driver of an image) is filled with what repro's table derives, and the comment says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from repro.errors import InputError
+from repro.manifest.findings import table
+from repro.manifest.software import Software
+from repro.manifest.versions import parse_version
+
+DISTROS = ("ubuntu", "debian", "centos", "rockylinux")
+_SAFE_NAME = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+
+
+@dataclass(frozen=True)
+class Captured:
+    """Manifest data captured from software, with one line per value saying where it came from."""
+
+    data: dict[str, Any]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_yaml(self, header: str) -> str:
+        """The manifest file: a header, where the values came from, then the data."""
+        lines = [f"# {header}", *(f"#   {n}" for n in self.notes)]
+        body = yaml.safe_dump(self.data, sort_keys=False, default_flow_style=None, width=110)
+        return "\n".join(lines) + "\n" + body
+
+
+def _os(sw: Software, override: str | None) -> dict[str, str]:
+    text = override.replace(":", " ") if override else (sw.os or "")
+    distro, _, version = text.strip().partition(" ")
+    if distro not in DISTROS or not version:
+        raise InputError(f"repro stacks describe {', '.join(DISTROS)} images; this one is "
+                         f"{text.strip() or 'unknown (no /etc/os-release)'}",
+                         hint="say which image the stack should build with --os DISTRO:VERSION, e.g. --os ubuntu:24.04")
+    return {"distro": distro, "version": version}
+
+
+def _mpi(sw: Software, os_key: str, notes: list[str]) -> dict[str, str]:
+    impl, _, version = (sw.mpi or "").partition(" ")
+    if impl in ("openmpi", "mvapich2") and version and all(part.isdigit() for part in version.split(".")):
+        notes.append(f"mpi: {sw.mpi} (mpirun --version)")
+        return {"implementation": impl, "version": version}
+    distro = next((r for r in table()["distro_packages"] if r["os"] == os_key), {})
+    version = distro.get("openmpi", "4.1.6")
+    notes.append(f"mpi: {sw.mpi or 'no mpirun'} found; Open MPI {version} is {os_key}'s own (repro's table)")
+    return {"implementation": "openmpi", "version": version}
+
+
+def _framework(sw: Software, choice: str | None) -> str:
+    present = [name for name, found in (("tensorflow", sw.tensorflow), ("pytorch", sw.torch)) if found]
+    if choice:
+        if choice not in present:
+            raise InputError(f"--framework {choice}: not importable here (found: {', '.join(present) or 'neither'})")
+        return choice
+    if len(present) != 1:
+        found = " and ".join(present) or "neither TensorFlow nor PyTorch"
+        raise InputError(f"a stack pins one framework; found {found}"
+                         + (f" (torch: {sw.torch_error})" if sw.torch_error and not present else ""),
+                         hint="choose one with --framework tensorflow|pytorch" if present else
+                         "capture with the Python that has your framework (--python PATH)")
+    return present[0]
+
+
+def _driver(sw: Software, cuda: str, notes: list[str]) -> str:
+    if sw.driver:
+        notes.append(f"driver: {sw.driver} (nvidia-smi)")
+        return sw.driver
+    family = next((r for r in table()["cuda_minor_compat"] if r["major"] == parse_version(cuda)[0]), None)
+    if family is None:
+        raise InputError(f"no driver found (nvidia-smi) and repro knows no minimum driver for CUDA {cuda}",
+                         hint="add driver: to the written stack")
+    notes.append(f"driver: none found here; {family['driver']} is the minimum for CUDA {cuda.split('.')[0]}.x "
+                 "(minor version compatibility)")
+    return str(family["driver"])
+
+
+def _torch(sw: Software, data: dict[str, Any], notes: list[str]) -> None:
+    version, _, label = (sw.torch or "").partition("+")
+    cuda = sw.torch_cuda
+    variant = label if label.startswith("cu") or label == "cpu" else (
+        f"cu{cuda.split('.')[0]}{cuda.split('.')[1]}" if cuda and "." in cuda else "cpu")
+    torch: dict[str, Any] = {"version": version, "source": "pip", "variant": variant}
+    if variant != "cpu":
+        torch["index_url"] = table()["torch_index"]["url"].format(variant=variant)
+    data["pytorch"] = torch
+    found = [f"torch {sw.torch}", f"CUDA {cuda}" if cuda else "a CPU build",
+             *([f"cuDNN {sw.torch_cudnn}"] if sw.torch_cudnn else []), *([f"NCCL {sw.torch_nccl}"] if sw.torch_nccl
+                                                                         else []),
+             "torch.distributed " + (", ".join(k for k, v in sorted(sw.torch_backends.items()) if v) or "none")]
+    notes.append("pytorch: " + ", ".join(found) + " (its wheel brings its own CUDA runtime, cuDNN and NCCL)")
+    if cuda:
+        data["driver"] = _driver(sw, cuda, notes)
+        data["cuda"] = cuda
+    data["benchmark"] = {"workload": "torch_cnn"}
+
+
+def _tensorflow(sw: Software, data: dict[str, Any], notes: list[str]) -> None:
+    package = next((p for p in ("tensorflow-cpu", "tensorflow", "tensorflow-gpu", "tensorflow-intel")
+                    if p in sw.packages), None)
+    data["tensorflow"] = {"version": sw.tensorflow, **({"package": package} if package else {})}
+    notes.append(f"tensorflow: {sw.tensorflow}" + (f" (pip package {package})" if package else ""))
+    if sw.cuda or (package in ("tensorflow", "tensorflow-gpu") and sw.driver):
+        raise InputError("capturing a GPU TensorFlow stack needs its cuDNN and NCCL, which the probe cannot tell",
+                         hint="capture it as a CPU stack and add cuda, cudnn, nccl and driver yourself")
+
+
+def manifest_from(sw: Software, *, framework: str | None = None, os: str | None = None,
+                  description: str = "") -> Captured:
+    """Manifest data for the software `sw` holds; InputError when it cannot make a valid stack of it."""
+    notes: list[str] = []
+    data: dict[str, Any] = {}
+    if description:
+        data["description"] = description
+    data["os"] = _os(sw, os)
+    notes.append(f"os: {data['os']['distro']} {data['os']['version']}" + (" (--os)" if os else " (/etc/os-release)"))
+    chosen = _framework(sw, framework)
+    data["mpi"] = _mpi(sw, f"{data['os']['distro']}{data['os']['version']}", notes)
+    if not sw.python:
+        raise InputError("the probe found no Python version")
+    data["python"] = ".".join(sw.python.split(".")[:2])
+    notes.append(f"python: {sw.python}" + (f" ({sw.executable})" if sw.executable else ""))
+    if chosen == "pytorch":
+        _torch(sw, data, notes)
+    else:
+        _tensorflow(sw, data, notes)
+    built = sw.horovod_built
+    if sw.horovod and built.get(chosen) is False:
+        notes.append(f"horovod: {sw.horovod} is installed but not built for {chosen}: left out")
+    elif sw.horovod:
+        horovod: dict[str, Any] = {"version": sw.horovod}
+        horovod.update({f"with_{k}": bool(built[k]) for k in ("mpi", "gloo") if built.get(k) is not None})
+        if data.get("cuda") and built.get("nccl"):
+            horovod["gpu_operations"] = "NCCL"
+        data["horovod"] = horovod
+        notes.append(f"horovod: {sw.horovod}, built with " + (", ".join(k for k, v in built.items() if v) or "?"))
+    order = ("description", "os", "driver", "cuda", "mpi", "python", "tensorflow", "pytorch", "horovod", "benchmark")
+    return Captured({k: data[k] for k in order if k in data}, tuple(notes))
+
+
+def file_name(text: str) -> str:
+    """A stack name from free text (a host name, an image tag): letters, digits, '.', '_', '-'."""
+    name = "".join(c if c in _SAFE_NAME else "-" for c in text).strip("-._")[:80]
+    return name or "captured"
