@@ -116,7 +116,10 @@ class Sweep:
 
     def launcher(self, options: BenchOptions, point: Settings) -> str:
         """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
-        return options.launcher or getattr(self.scheduler, "launcher", None) or for_backend(point.backend)
+        if options.launcher or getattr(self.scheduler, "launcher", None):
+            return options.launcher or self.scheduler.launcher
+        return "torchrun" if point.backend is None and _framework(point.workload) == "pytorch" else for_backend(
+            point.backend)
 
     def plan(self, point: Settings, ctx: PlanContext) -> LaunchPlan:
         """A point's plan, as the scheduler makes it (a batch job's script), else as the runtime does (pure)."""
@@ -140,6 +143,7 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
                store: Store) -> Sweep:
     """Points, placements, runtime and image of a sweep: every input checked before anything starts."""
     points = expand(spec, loaded.stack)
+    check_framework(loaded, points[0].workload)
     runtime = choose_runtime(inventory, options.runtime)
     if options.launcher:
         LAUNCHERS.get(options.launcher)
@@ -164,6 +168,25 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
     for launcher in {sweep.launcher(options, p) for p in points} if check else ():
         check(runtime, launcher, spec.backends)
     return sweep
+
+
+def _framework(workload: str) -> str | None:
+    from repro.launch.workloads import WORKLOADS
+
+    return WORKLOADS.get(workload).spec.framework
+
+
+def check_framework(loaded: LoadedStack, workload: str) -> None:
+    """Refuse a workload written for another framework than the one the stack pins (InputError naming both)."""
+    from repro.launch.workloads import WORKLOADS
+
+    needs = WORKLOADS.get(workload).spec.framework
+    pins = getattr(loaded.stack, "framework", "tensorflow")  # stacks before the framework axis are TensorFlow's
+    if needs is None or needs == pins:
+        return
+    fits = sorted(n for n in WORKLOADS.names() if WORKLOADS.get(n).spec.framework in (None, pins))
+    raise InputError(f"workload {workload} runs on {needs}, but stack {loaded.stack.name} pins {pins}",
+                     hint=f"with this stack use --workload {' or '.join(fits)}, or a stack that pins {needs}")
 
 
 def configured(options: BenchOptions, inventory: Inventory) -> Any:
