@@ -72,7 +72,7 @@ fi
 began=$(date +%s)
 SITE=$WORK/site
 STORE=$WORK/store
-STACK=$WORK/stack.yaml
+STACK=$WORK/device-host.yaml
 INVENTORY=$WORK/inventory
 mkdir -p "$WORK"
 if ! "$PY" -c 'import torch' 2>/dev/null; then

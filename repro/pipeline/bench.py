@@ -176,6 +176,15 @@ def _framework(workload: str) -> str | None:
     return WORKLOADS.get(workload).spec.framework
 
 
+def runtime_backend(point: Settings, spec: SweepSpec, loaded: LoadedStack) -> str:
+    """What the runtime checks the hosts for: Horovod's controller, or a PyTorch workload's torch.distributed backend
+    (its `auto`: nccl on a GPU stack, gloo otherwise)."""
+    if _framework(point.workload) == "pytorch":
+        chosen = str(point.extra.get("dist_backend") or "auto")
+        return chosen if chosen != "auto" else ("nccl" if loaded.stack.gpu else "gloo")
+    return spec.backends[0] if spec.backends else "mpi"
+
+
 def check_framework(loaded: LoadedStack, workload: str) -> None:
     """Refuse a workload written for another framework than the one the stack pins (InputError naming both)."""
     from repro.launch.workloads import WORKLOADS
@@ -225,7 +234,7 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
     for one, sw in zip(stacks, sweeps, strict=True):
         runtime = create(sw.runtime, one.stack, sw.image)
         hosts = [pl.host for pl in sw.placements[max(sw.placements)]]
-        backend = spec.backends[0] if spec.backends else "mpi"
+        backend = runtime_backend(sw.points[0], spec, one)
         prepare = getattr(sw.scheduler, "prepare", None)
         if prepare is not None:  # a batch scheduler reaches the nodes its own way (srun), and gathers their facts
             report = prepare(runtime, hosts, backend=backend, store=store, inventory=inventory,

@@ -13,7 +13,7 @@ from repro.launch.launchers import LAUNCHERS, Allocation, SshOptions
 from repro.launch.placement import place
 from repro.launch.points import SweepSpec, expand
 from repro.manifest import load_stack
-from repro.pipeline.bench import check_framework
+from repro.pipeline.bench import check_framework, runtime_backend
 from repro.workloads import WorkloadError
 from repro.workloads._torch import rank_environment, slurm_local_size
 from repro.workloads.catalog import spec_of
@@ -59,6 +59,16 @@ def test_torch_points_carry_no_horovod_controller_and_no_duplicates():
     points = expand(SweepSpec(workload="torch_cnn", workers=(1, 2), backends=("mpi", "gloo"), models=("resnet20",),
                               precisions=("bf16",)), CPU.stack)
     assert [(p.workers, p.backend, p.precision) for p in points] == [(1, None, "bf16"), (2, None, "bf16")]
+
+
+def test_the_hosts_are_checked_for_the_torch_backend_a_torch_point_uses_not_horovods_controller():
+    spec = SweepSpec(workload="torch_allreduce", backends=("mpi",), extra={"dist_backend": "gloo"})
+    (point,) = expand(spec, CPU.stack)
+    assert runtime_backend(point, spec, CPU) == "gloo"
+    auto = SweepSpec(workload="torch_cnn")
+    assert runtime_backend(expand(auto, CPU.stack)[0], auto, CPU) == "gloo"  # auto on a CPU stack
+    horovod = SweepSpec(workload="cnn", backends=("mpi",))
+    assert runtime_backend(expand(horovod, CPU.stack)[0], horovod, CPU) == "mpi"
 
 
 # --------------------------------------------------------------------------- the torchrun launcher
