@@ -96,3 +96,36 @@ def test_the_mpi_backend_is_refused_clearly_when_torch_has_no_mpi() -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("repro-workload error: this PyTorch")
     assert "built without MPI" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_models_have_torchvisions_parameter_counts() -> None:
+    from repro.workloads import torch_models
+
+    def params(name: str) -> int:
+        return sum(p.numel() for p in torch_models.build(name, torch_models.default_num_classes(name)).parameters())
+
+    counts = {name: params(name) for name in ("resnet20", "resnet56", "resnet50", "inception3")}
+    # He et al.'s CIFAR ResNets (0.27M, 0.85M); torchvision's resnet50 and inception_v3 (aux_logits=False)
+    assert counts == {"resnet20": 269722, "resnet56": 853018, "resnet50": 25557032, "inception3": 23834568}
+
+
+def test_device_check_dry_run_prints_the_whole_check_without_running_it(tmp_path: pathlib.Path) -> None:
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "device-check.sh"), "--dry-run", "--work", str(tmp_path),
+                           "--python", sys.executable], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    commands = [line[2:] for line in proc.stderr.splitlines() if line.startswith("+ ")]
+    assert any("pip install" in c and "--no-index" in c and "--target" in c for c in commands)
+    assert any(" capture " in c and "--framework pytorch" in c for c in commands)
+    benches = [c for c in commands if " -m repro bench " in c]
+    assert len(benches) == 4 and all("--runtime host" in c and "--launcher torchrun" in c for c in benches)
+    assert [c.split("--precision ")[1].split()[0] for c in benches if "torch_cnn" in c] == ["fp32", "bf16"]
+    assert all("--model resnet50" in c and "--repeats 3" in c for c in benches if "torch_cnn" in c)
+    assert any("--dist-backend nccl" in c and "--workers 1" in c for c in benches)
+    assert any("--dist-backend gloo" in c and "--workers 2" in c for c in benches)
+    assert sum("torch_peer.py --side plain" in c for c in commands) == 2
+    assert not (tmp_path / "store").exists()  # nothing ran
+    if shutil.which("shellcheck"):
+        check = subprocess.run(["shellcheck", str(REPO / "scripts" / "device-check.sh")], capture_output=True,
+                               text=True, check=False)
+        assert check.returncode == 0, check.stdout
