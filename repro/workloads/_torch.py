@@ -67,13 +67,26 @@ def slurm_local_size(env: Mapping[str, str]) -> int | None:
     return counts[node] if node < len(counts) else None
 
 
+def mpirun_host(env: Mapping[str, str]) -> str | None:
+    """The address of the host mpirun runs on (where it places rank 0), from the URI Open MPI gives every rank:
+    OMPI_MCA_orte_hnp_uri = 'JOBID;tcp://A[,B...]:PORT;...'; its first address (the only one when mpirun was told
+    `--mca oob_tcp_if_include IFACE`, as repro's launchers do). None without one."""
+    uri = env.get("OMPI_MCA_orte_hnp_uri", "")
+    for part in uri.split(";"):
+        if part.startswith("tcp://"):
+            first = part[len("tcp://"):].rsplit(":", 1)[0].split(",")[0]
+            return first or None
+    return None
+
+
 def rank_environment(env: Mapping[str, str]) -> RankEnv:
     """Rank, world size, local rank and rendezvous from the launcher's variables (pure).
 
     torchrun's RANK/WORLD_SIZE come first (its workers also inherit OMPI_* when mpirun started torchrun),
     then the MPI launchers and srun (repro.workloads._net.launcher_rank). MASTER_ADDR: the environment's,
     else under srun the node srun ran on (SLURM_LAUNCH_NODE_IPADDR: the batch script's node, which holds
-    rank 0), else 127.0.0.1 for a single process. MASTER_PORT: the environment's, else 29500 (under Slurm
+    rank 0), else under mpirun mpirun's own host (inside a Slurm job it cannot be named before the job starts),
+    else 127.0.0.1 for a single process. MASTER_PORT: the environment's, else 29500 (under Slurm
     29500 + job id mod 1000, so two jobs sharing a node do not meet on one port)."""
     rank, size = _digits(env, "RANK"), _digits(env, "WORLD_SIZE")
     if rank is not None and size is not None:
@@ -94,7 +107,8 @@ def rank_environment(env: Mapping[str, str]) -> RankEnv:
         local_size = slurm_local_size(env)
     if local_rank is None:
         local_rank = rank if size == 1 or source == "single" else 0
-    addr = env.get("MASTER_ADDR") or env.get("SLURM_LAUNCH_NODE_IPADDR") or ("127.0.0.1" if size == 1 else "")
+    addr = (env.get("MASTER_ADDR") or env.get("SLURM_LAUNCH_NODE_IPADDR") or mpirun_host(env)
+            or ("127.0.0.1" if size == 1 else ""))
     if not addr:
         raise WorkloadError(f"MASTER_ADDR is not set: the {source} launcher must pass the address of rank 0's host "
                             "(mpirun -x MASTER_ADDR=HOST -x MASTER_PORT=PORT)")

@@ -38,3 +38,19 @@ def test_a_pytorch_all_reduce_is_compared_with_a_horovod_one_per_size():
         assert row.bandwidth.verdict == stats.FASTER
         assert row.bandwidth.ratio == pytest.approx(2.0, rel=0.03)
     assert not result.throughput
+
+
+def test_the_bench_summary_tables_torch_runs_by_their_kind_not_their_name():
+    from repro.results.summary import allreduce_sweeps, tta_document
+
+    torch = [_record("torch_allreduce", "torch", 0.5e-4, i, backend=None, extra={"dist_backend": "gloo"})
+             for i in range(2)]
+    (sweep,) = allreduce_sweeps(torch)
+    assert sweep.runs == 2 and [s.elements for s in sweep.sizes] == [1000, 1000000]
+    tta = RunRecord(id=new_id(), created="2026-11-27T00:00:00+00:00", status="ok",
+                    stack=StackRef(name="t", hash="t" * 3),
+                    settings=Settings(workload="torch_tta", model="resnet20", batch_per_worker=32, workers=2),
+                    metrics={"target": 0.95, "reached": True, "time_to_accuracy_s": 10.0, "epochs": 4,
+                             "final_top1": 0.96, "final_top5": 1.0, "compute_s": 7.0, "communication_s": 2.5})
+    (table,) = tta_document([tta]).tables
+    assert len(table.cells) == 1 and "10" in " ".join(table.cells[0])

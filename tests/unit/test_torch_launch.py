@@ -162,6 +162,16 @@ def test_srun_ranks_meet_on_the_node_srun_ran_on_at_a_port_of_the_job():
         2, 4, 0, 2, "10.0.0.7", 29821, "srun")
 
 
+def test_mpirun_inside_a_slurm_job_meets_on_mpiruns_host():
+    # Open MPI 4.1's URI of mpirun as a rank sees it (mpirun --mca oob_tcp_if_include eth0 inside an allocation)
+    env = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "SLURM_JOB_ID": "17",
+           "OMPI_MCA_orte_hnp_uri": "4222877696.0;tcp://10.123.44.1:41265"}
+    r = rank_environment(env)
+    assert (r.master_addr, r.master_port) == ("10.123.44.1", 29517)
+    several = "2107310080.0;tcp://192.0.2.2,10.123.43.254:34725;tcp6://[fd00::2]:54215"
+    assert rank_environment({**env, "OMPI_MCA_orte_hnp_uri": several}).master_addr == "192.0.2.2"
+
+
 def test_pmix_rank_takes_the_size_from_slurm():
     r = rank_environment({"PMIX_RANK": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "1",
                           "SLURM_LAUNCH_NODE_IPADDR": "10.0.0.7"})
