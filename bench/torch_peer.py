@@ -82,8 +82,8 @@ def plain_worker(args: argparse.Namespace) -> None:
     loss.item()
     if cuda:
         torch.cuda.synchronize()
-    elapsed = torch.tensor([time.perf_counter() - began], dtype=torch.float64)
-    dist.all_reduce(elapsed.to(device), op=dist.ReduceOp.MAX)
+    elapsed = torch.tensor([time.perf_counter() - began], dtype=torch.float64, device=device)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
     slowest = float(elapsed.item())
     world = dist.get_world_size()
     if dist.get_rank() == 0:
