@@ -8,11 +8,11 @@
 #
 # There it (1) installs repro from dist/device-wheelhouse with pip --no-index into DIR/site, (2) writes the stack
 # of this host's software with `repro capture` (or, without that command, from torch's own report), (3) runs
-# `repro bench --runtime host` with torch_cnn (ResNet-50, batch 64, fp32 and bf16, 3 repeats), torch_allreduce
-# (nccl with 1 rank: MLBench's sizes; gloo with 2 ranks on CPU tensors, up to 1e7 elements), (4) runs the plain
-# PyTorch loop of bench/torch_peer.py with the same model, batch and precision right after each precision's
-# repeats, and (5) prints one summary (images/sec per precision, the ratio to the plain loop, the all-reduce
-# figures, the GPU facts the records hold), also written to DIR/summary.json. About 4-5 minutes on an H100.
+# `repro bench --runtime host` with torch_cnn (ResNet-50, batch 64, fp32 and bf16, 3 repeats), (4) runs the plain
+# PyTorch loop of bench/torch_peer.py with the same model, batch and precision (2 repeats each), then torch_allreduce
+# (nccl with 1 rank: MLBench's sizes; gloo with 2 ranks on CPU tensors, up to 1e7 elements), and (5) prints one
+# summary (images/sec per precision, the ratio to the plain loop, the all-reduce figures, the GPU facts the records
+# hold), also written to DIR/summary.json. Estimated 4-5 minutes on an H100 (not yet run on one).
 # --cpu runs the same steps small (ResNet-20, gloo only) on a machine without a GPU, to check the script;
 # --dry-run prints the commands instead of running them; --no-install uses repro from this checkout instead of the
 # wheelhouse (whose wheels are for Python 3.12).
@@ -136,25 +136,25 @@ all:
 EOF
 
 if [ "$MODE" = gpu ]; then
-  MODEL=resnet50; BATCH=64; WARMUP=10; STEPS=50; REPEATS=3
+  MODEL=resnet50; BATCH=64; WARMUP=10; STEPS=50; REPEATS=3; PEER_REPEATS=2
   NCCL_SIZES=(--large-bytes 67108864 --large-iterations 20)
   GLOO_SIZES=(--max-exp 7 --num 29 --iterations 20 --large-bytes 4194304 --large-iterations 5)
 else
-  MODEL=resnet20; BATCH=16; WARMUP=2; STEPS=6; REPEATS=2
+  MODEL=resnet20; BATCH=16; WARMUP=2; STEPS=6; REPEATS=2; PEER_REPEATS=1
   GLOO_SIZES=(--sizes "1,1000,100000" --iterations 5)
 fi
 BENCH=("${REPRO[@]}" bench --stack "$STACK" --hosts "$INVENTORY" --runtime host --launcher torchrun --store "$STORE")
 
-# 3 and 4. torch_cnn per precision, the plain loop right after it
+# 3. torch_cnn, both precisions in one sweep (one software check of the host); 4. the plain loop, right after
+log "torch_cnn $MODEL batch $BATCH fp32 and bf16: $REPEATS repeats each"
+run "${BENCH[@]}" --workload torch_cnn --workers 1 --model "$MODEL" --batch-size "$BATCH" --precision fp32,bf16 \
+  --warmup-steps "$WARMUP" --steps "$STEPS" --repeats "$REPEATS" || log "torch_cnn failed"
 PEER=()
 for precision in fp32 bf16; do
-  log "torch_cnn $MODEL batch $BATCH $precision: $REPEATS repeats"
-  run "${BENCH[@]}" --workload torch_cnn --workers 1 --model "$MODEL" --batch-size "$BATCH" --precision "$precision" \
-    --warmup-steps "$WARMUP" --steps "$STEPS" --repeats "$REPEATS" || log "torch_cnn $precision failed"
-  log "plain PyTorch loop $MODEL batch $BATCH $precision: $REPEATS repeats"
+  log "plain PyTorch loop $MODEL batch $BATCH $precision: $PEER_REPEATS repeats"
   out=$WORK/peer-$precision.txt
   run "$PY" "$ROOT/bench/torch_peer.py" --side plain --workers 1 --model "$MODEL" --batch-size "$BATCH" \
-    --precision "$precision" --warmup-steps "$WARMUP" --steps "$STEPS" --repeats "$REPEATS" | tee "$out" \
+    --precision "$precision" --warmup-steps "$WARMUP" --steps "$STEPS" --repeats "$PEER_REPEATS" | tee "$out" \
     || log "plain loop $precision failed"
   PEER+=("$precision=$out")
 done
