@@ -31,7 +31,7 @@ INSTALL=1
 DEPS=(pyyaml pydantic pydantic-core annotated-types typing-extensions typing-inspection tabulate packaging rich
       markdown-it-py mdurl pygments argcomplete hpccm archspec six)
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-wheelhouse) BUILD=1 ;;
