@@ -94,6 +94,14 @@ if ! "$VENV/bin/python" -c "import horovod.tensorflow" 2>/dev/null; then
   pip install cloudpickle psutil pyyaml packaging cffi
 fi
 
+# PyTorch for the torch_* workloads, pinned: on these machines torch==2.13.0 is a local CPU build (no download);
+# a plain `torch` would resolve to a CUDA build of several GB.
+TORCH_VERSION=${REPRO_TORCH_VERSION:-2.13.0}
+if [ "$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null)" != "$TORCH_VERSION" ]; then
+  log "installing torch $TORCH_VERSION"
+  pip install "torch==$TORCH_VERSION"
+fi
+
 # The demo runs workloads on this machine (extra "workloads": TensorFlow, Horovod, mpi4py; Horovod is already
 # installed from the wheelhouse above, so pip keeps it) and can plot; the tests need every extra.
 extras=workloads,plot

@@ -132,9 +132,11 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Settings]:
     one = {k: v[0] for k, v in values.items() if k not in ("model", "batch_per_worker", "precision", "xla",
                                                            "threads")}
     out: list[Settings] = []
+    # Horovod's controllers; a PyTorch workload has none (its torch.distributed backend is its own option)
+    controllers: tuple[str | None, ...] = spec.backends if workload.spec.framework != "pytorch" else (None,)
     grid = itertools.product(values.get("model", (None,)), values.get("batch_per_worker", (None,)),
                              values.get("precision", (None,)), values.get("xla", (None,)),
-                             values.get("threads", (None,)), spec.backends, sorted(set(spec.workers)))
+                             values.get("threads", (None,)), controllers, sorted(set(spec.workers)))
     for model, batch, precision, xla, threads, backend, workers in grid:
         per, total = batch, (batch * workers if batch is not None and per_worker else None)
         if per_worker and batch is not None and spec.scaling == "strong":

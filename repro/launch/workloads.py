@@ -1,7 +1,7 @@
 """Workloads as the launcher sees them: a spec (declared next to the program, in repro.workloads), the
 command one worker runs for a point, and the parser of what the workload printed.
 
-    @WORKLOADS.register("cnn")          # built in: cnn, allreduce, tta, tf_cnn_benchmarks
+    @WORKLOADS.register("cnn")          # built in: cnn, allreduce, tta, tf_cnn_benchmarks, torch_*
     class Cnn(ReproWorkload): spec = cnn.SPEC
 
 Adding a workload is a program with its SPEC in repro/workloads and one registration here (or, for a
@@ -85,9 +85,9 @@ class ReproWorkload:
 
 
 def _register_builtin() -> None:
-    from repro.workloads import allreduce, cnn, tf_cnn_benchmarks, tta
+    from repro.workloads import allreduce, cnn, tf_cnn_benchmarks, torch_allreduce, torch_cnn, torch_tta, tta
 
-    for module in (cnn, allreduce, tta):
+    for module in (cnn, allreduce, tta, torch_cnn, torch_allreduce, torch_tta):
         WORKLOADS.add(module.SPEC.name, ReproWorkload(module.SPEC), help=module.SPEC.summary)
     WORKLOADS.lazy("tf_cnn_benchmarks", "repro.launch.tf_cnn_benchmarks:WORKLOAD", help=tf_cnn_benchmarks.SUMMARY)
 

@@ -116,7 +116,10 @@ class Sweep:
 
     def launcher(self, options: BenchOptions, point: Settings) -> str:
         """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
-        return options.launcher or getattr(self.scheduler, "launcher", None) or for_backend(point.backend)
+        if options.launcher or getattr(self.scheduler, "launcher", None):
+            return options.launcher or self.scheduler.launcher
+        return "torchrun" if point.backend is None and _framework(point.workload) == "pytorch" else for_backend(
+            point.backend)
 
     def plan(self, point: Settings, ctx: PlanContext) -> LaunchPlan:
         """A point's plan, as the scheduler makes it (a batch job's script), else as the runtime does (pure)."""
@@ -140,6 +143,7 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
                store: Store) -> Sweep:
     """Points, placements, runtime and image of a sweep: every input checked before anything starts."""
     points = expand(spec, loaded.stack)
+    check_framework(loaded, points[0].workload)
     runtime = choose_runtime(inventory, options.runtime)
     if options.launcher:
         LAUNCHERS.get(options.launcher)
@@ -164,6 +168,34 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
     for launcher in {sweep.launcher(options, p) for p in points} if check else ():
         check(runtime, launcher, spec.backends)
     return sweep
+
+
+def _framework(workload: str) -> str | None:
+    from repro.launch.workloads import WORKLOADS
+
+    return WORKLOADS.get(workload).spec.framework
+
+
+def runtime_backend(point: Settings, spec: SweepSpec, loaded: LoadedStack) -> str:
+    """What the runtime checks the hosts for: Horovod's controller, or a PyTorch workload's torch.distributed backend
+    (its `auto`: nccl on a GPU stack, gloo otherwise)."""
+    if _framework(point.workload) == "pytorch":
+        chosen = str(point.extra.get("dist_backend") or "auto")
+        return chosen if chosen != "auto" else ("nccl" if loaded.stack.gpu else "gloo")
+    return spec.backends[0] if spec.backends else "mpi"
+
+
+def check_framework(loaded: LoadedStack, workload: str) -> None:
+    """Refuse a workload written for another framework than the one the stack pins (InputError naming both)."""
+    from repro.launch.workloads import WORKLOADS
+
+    needs = WORKLOADS.get(workload).spec.framework
+    pins = getattr(loaded.stack, "framework", "tensorflow")  # stacks before the framework axis are TensorFlow's
+    if needs is None or needs == pins:
+        return
+    fits = sorted(n for n in WORKLOADS.names() if WORKLOADS.get(n).spec.framework in (None, pins))
+    raise InputError(f"workload {workload} runs on {needs}, but stack {loaded.stack.name} pins {pins}",
+                     hint=f"with this stack use --workload {' or '.join(fits)}, or a stack that pins {needs}")
 
 
 def configured(options: BenchOptions, inventory: Inventory) -> Any:
@@ -202,7 +234,7 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
     for one, sw in zip(stacks, sweeps, strict=True):
         runtime = create(sw.runtime, one.stack, sw.image)
         hosts = [pl.host for pl in sw.placements[max(sw.placements)]]
-        backend = spec.backends[0] if spec.backends else "mpi"
+        backend = runtime_backend(sw.points[0], spec, one)
         prepare = getattr(sw.scheduler, "prepare", None)
         if prepare is not None:  # a batch scheduler reaches the nodes its own way (srun), and gathers their facts
             report = prepare(runtime, hosts, backend=backend, store=store, inventory=inventory,

@@ -177,7 +177,9 @@ def allreduce_figure(sweeps: Sequence[AllreduceSweep]) -> Any:
 
 def tta_figure(records: Sequence[RunRecord]) -> Any:
     """Validation top-1 against elapsed time for every run, with the target and the time each run reached it."""
-    runs = [r for r in records if r.settings.workload == "tta" and r.status == "ok" and r.metrics.get("curve")]
+    from repro.workloads.catalog import kind_of
+
+    runs = [r for r in records if kind_of(r.settings.workload) == "tta" and r.status == "ok" and r.metrics.get("curve")]
     if not runs:
         raise ResultsError("nothing to plot: no successful time-to-accuracy run with an accuracy curve")
     fig, (row,) = figure(1)

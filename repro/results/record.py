@@ -61,7 +61,7 @@ class Settings(_Frozen):
     model: str | None = None
     batch_per_worker: int | None = None
     global_batch: int | None = None
-    precision: Literal["fp32", "fp16"] | None = None  # None: not a setting of this workload, or not known
+    precision: Literal["fp32", "fp16", "bf16"] | None = None  # None: not a setting of this workload, or not known
     xla: bool | None = None  # None: not a setting of this workload, or not known
     data_format: str | None = None
     data: str | None = None  # synthetic, real, a directory, or an imported log's data set name; None: n/a or unknown

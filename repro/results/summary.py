@@ -150,11 +150,17 @@ def _sweep(group: Sequence[RunRecord], link: float | None) -> AllreduceSweep:
                           len(group), tuple(sizes))
 
 
+def _kind(workload: str) -> str:
+    from repro.workloads.catalog import kind_of
+
+    return kind_of(workload)
+
+
 def allreduce_sweeps(records: Sequence[RunRecord], link: float | None = None) -> list[AllreduceSweep]:
     """One AllreduceSweep per point (stack and settings) of the successful all-reduce records."""
     groups: dict[tuple, list[RunRecord]] = defaultdict(list)
     for rec in records:
-        if rec.status == "ok" and rec.settings.workload == "allreduce":
+        if rec.status == "ok" and _kind(rec.settings.workload) == "allreduce":  # Horovod's or torch.distributed's
             groups[(rec.stack.hash, rec.settings.key())].append(rec)
     return [_sweep(g, link) for g in groups.values()]
 
@@ -307,7 +313,7 @@ def _tta_cells(d: dict[str, Any], failure_ref: str) -> list[str]:
 
 def tta_document(records: Sequence[RunRecord]) -> Document:
     """One row per time-to-accuracy run: time, epochs, final accuracy, compute and communication time."""
-    data = [_tta_data(r) for r in records if r.settings.workload == "tta"]
+    data = [_tta_data(r) for r in records if _kind(r.settings.workload) == "tta"]
     shown = [{"stack": d["stack"], "workers": d["workers"], "target": d["target"]} for d in data]
     same, varying = constant_settings(shown, TTA_KEYS)
     varying = [k for k in varying if k != "workers"]

@@ -256,12 +256,17 @@ def finish(
     record: dict[str, Any],
     metrics: dict[str, Any] | Callable[[list[dict[str, Any]]], dict[str, Any]],
     output: str | None,
+    *,
+    gather_with: Callable[[Any], list[Any]] | None = None,
+    software_with: Callable[[], dict[str, str]] | None = None,
+    world_extra: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Gather the ranks' records; rank 0 prints the REPRO_RESULT line and writes `output`.
 
-    `metrics` may be a function of the gathered rank records. Returns the result on rank 0.
+    `metrics` may be a function of the gathered rank records. Returns the result on rank 0. A framework other
+    than Horovod's gives its own `gather_with` and `software_with`; `world_extra` adds to the result's world.
     """
-    ranks = sorted(gather(record), key=lambda r: r["rank"])
+    ranks = sorted((gather_with or gather)(record), key=lambda r: r["rank"])
     if world.rank != 0:
         return None
     result = {
@@ -273,8 +278,9 @@ def finish(
             "controller": world.controller,
             "cpu_operations": world.cpu_operations,
             "gpu": world.gpu,
+            **(world_extra or {}),
         },
-        "software": software(),
+        "software": (software_with or software)(),
         "ranks": ranks,
         "metrics": metrics(ranks) if callable(metrics) else metrics,
     }

@@ -121,6 +121,7 @@ def mean_over_ranks(per_rank: Sequence[Sequence[float]]) -> list[float]:
 SPEC = WorkloadSpec(
     name="allreduce",
     summary=__doc__.split("\n\n")[0],
+    framework="tensorflow",
     kind="allreduce",
     module="repro.workloads.allreduce",
     batch=None,

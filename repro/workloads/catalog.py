@@ -26,9 +26,9 @@ def kind_of(workload: str) -> str:
 
 
 def _builtin() -> None:
-    from . import allreduce, cnn, tf_cnn_benchmarks, tta
+    from . import allreduce, cnn, tf_cnn_benchmarks, torch_allreduce, torch_cnn, torch_tta, tta
 
-    for module in (cnn, allreduce, tta, tf_cnn_benchmarks):
+    for module in (cnn, allreduce, tta, tf_cnn_benchmarks, torch_cnn, torch_allreduce, torch_tta):
         SPECS.setdefault(module.SPEC.name, module.SPEC)
 
 

@@ -29,6 +29,7 @@ from .spec import ArgumentParser, Option, WorkloadSpec
 SPEC = WorkloadSpec(
     name="cnn",
     summary=__doc__.split("\n\n")[0],
+    framework="tensorflow",
     kind="throughput",
     module="repro.workloads.cnn",
     models=models.MODELS,

@@ -127,6 +127,7 @@ class WorkloadSpec:
     output: str = "repro_result"  # the output contract: one REPRO_RESULT line (docs/design.md)
     batch: str | None = "per_worker"  # what --batch-size means: per_worker, or None (no batch)
     models: tuple[str, ...] = ()  # models it knows (empty: it takes no --model)
+    framework: str | None = None  # what the stack must pin to run it: tensorflow, pytorch; None: no framework
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def option(self, name: str) -> Option:

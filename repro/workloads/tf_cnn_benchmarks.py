@@ -139,6 +139,7 @@ SUMMARY = "TensorFlow's tf_cnn_benchmarks.py under Horovod (the program of seeds
 SPEC = WorkloadSpec(
     name="tf_cnn_benchmarks",
     summary=SUMMARY,
+    framework="tensorflow",
     kind="throughput",
     module=None,
     output="tf_cnn_benchmarks",

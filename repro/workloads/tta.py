@@ -126,6 +126,7 @@ def parse_dataset(text: str) -> tuple[str, str | None]:
 SPEC = WorkloadSpec(
     name="tta",
     summary=__doc__.split("\n\n")[0],
+    framework="tensorflow",
     kind="tta",
     module="repro.workloads.tta",
     models=("digits_cnn", *models.MODELS),

@@ -11,9 +11,9 @@ launcher has it, starts them inside a batch job's allocation, whose nodes the ba
 
 Built in: `mpirun` (Open MPI over SSH; inside an allocation, Open MPI built with Slurm support starts its
 daemons through Slurm, no -H and no SSH), `gloo` (the same mpirun wrapped so that Horovod's Gloo
-controller gets its rendezvous; direct only) and `srun` (Slurm starts every rank and wires MPI up
-through PMIx; batch only). Adding one is a class plus a registration; `repro bench --launcher NAME`
-then offers it.
+controller gets its rendezvous; direct only), `srun` (Slurm starts every rank and wires MPI up
+through PMIx; batch only) and `torchrun` (PyTorch's per-host agent with a c10d rendezvous; both).
+Adding one is a class plus a registration; `repro bench --launcher NAME` then offers it.
 """
 
 from __future__ import annotations
@@ -86,3 +86,6 @@ LAUNCHERS.lazy("gloo", "repro.launch.launchers.gloo:GlooUnderMpirun", instance=T
                help="mpirun wrapped for Horovod's Gloo controller (rendezvous by repro)")
 LAUNCHERS.lazy("srun", "repro.launch.launchers.srun:Srun", instance=True,
                help="Slurm's srun inside the job (--mpi=pmix by default; --scheduler slurm only)")
+LAUNCHERS.lazy("torchrun", "repro.launch.launchers.torchrun:Torchrun", instance=True,
+               help="PyTorch's torchrun, c10d rendezvous on the first host (torch_* workloads; one host, several "
+               "hosts through mpirun, or srun inside a Slurm job)")

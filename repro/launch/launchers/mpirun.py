@@ -13,6 +13,7 @@ from repro.launch.placement import Placement, host_list
 # Open MPI splits plm_rsh_args on blanks and passes quotes on literally, so every value must be one plain
 # word: ssh then sees exactly what was written, and expands a leading ~ itself.
 _PLAIN = re.compile(r"[A-Za-z0-9_./~:@%+=,-]+")
+MASTER_PORT = 29500  # torch.distributed's own default
 
 
 def rsh_args(ssh: SshOptions) -> str:
@@ -47,7 +48,7 @@ class Mpirun:
                 *_common(interface)]
         if ssh is not None and not local:
             argv += ["--mca", "plm_rsh_args", rsh_args(ssh)]
-        return argv + _exports(env_names, forwarded) + command
+        return argv + _exports(env_names, forwarded) + rendezvous(placement, local) + command
 
     def batch_argv(self, allocation: Allocation, command: list[str], env_names: list[str], *,
                    interface: str) -> list[str]:
@@ -55,6 +56,13 @@ class Mpirun:
         the nodes in order as on the hosts (--map-by slot)."""
         return ["mpirun", "--allow-run-as-root", "-np", str(allocation.tasks), *_common(interface),
                 *_exports(env_names, ("PATH",)), *command]
+
+
+def rendezvous(placement: tuple[Placement, ...], local: bool) -> list[str]:
+    """MASTER_ADDR and MASTER_PORT for torch.distributed's env:// start-up (Open MPI sets only OMPI_COMM_WORLD_*):
+    the first host, where rank 0 runs. Horovod's workloads ignore them."""
+    address = "127.0.0.1" if local else placement[0].host.address
+    return ["-x", f"MASTER_ADDR={address}", "-x", f"MASTER_PORT={MASTER_PORT}"]
 
 
 def _common(interface: str) -> list[str]:

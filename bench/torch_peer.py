@@ -1,0 +1,178 @@
+"""repro's torch_cnn against a plain PyTorch DDP training loop with the same settings (the peer).
+
+    python bench/torch_peer.py [--workers 2] [--model resnet20] [--batch-size 32] [--precision fp32|fp16|bf16]
+        [--data-format NCHW|NHWC] [--compile] [--warmup-steps 5] [--steps 30] [--repeats 5] [--side both|plain|repro]
+
+Both sides are launched the same way, as `torchrun --standalone --nproc-per-node N` jobs, alternating which runs
+first in each repeat, with the same model (repro.workloads.torch_models), per-worker batch, precision, memory
+format, torch.compile, thread count and torch.distributed backend:
+  plain  a bare DDP loop (the shape of Horovod's pytorch_synthetic_benchmark.py, with DDP): warm-up steps, then
+         one wall clock around all measured steps with one device synchronize at the end; images/sec = global
+         batch x steps / the slowest rank's elapsed time;
+  repro  repro.workloads.torch_cnn: every step timed with the device synchronized at its boundaries; images/sec
+         from its result (global batch x steps / the slowest rank's total step time).
+Prints both per repeat, their medians and the ratio repro / plain (goal: >= 0.98). Figures only; nothing is
+asserted. `--side plain` runs only the peer (scripts/device-check.sh sets it beside `repro bench`); the last
+line is then `PEER_RESULT {json}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULT = "PEER_RESULT "
+
+
+def plain_worker(args: argparse.Namespace) -> None:
+    """One rank of the bare loop (run by torchrun); rank 0 prints PEER_RESULT."""
+    sys.path.insert(0, str(REPO))
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from repro.workloads import torch_models as models
+
+    cuda = torch.cuda.is_available()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.intra_threads:
+        torch.set_num_threads(args.intra_threads)
+    if cuda:
+        torch.cuda.set_device(local_rank)
+    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+    dist.init_process_group(args.dist_backend if args.dist_backend != "auto" else ("nccl" if cuda else "gloo"))
+    torch.manual_seed(args.seed)
+    fmt = torch.channels_last if args.data_format == "NHWC" else torch.contiguous_format
+    classes = models.default_num_classes(args.model)
+    side = models.default_image_size(args.model)
+    model = models.build(args.model, classes).to(device, memory_format=fmt)
+    ddp = DDP(model, device_ids=[local_rank] if cuda else None)
+    net = torch.compile(ddp) if args.compile else ddp
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    amp = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
+    scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
+    images = torch.rand(args.batch_size, 3, side, side).to(device, memory_format=fmt)
+    labels = torch.randint(0, classes, (args.batch_size,)).to(device)
+
+    def step() -> torch.Tensor:
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device.type, dtype=amp or torch.float32, enabled=amp is not None):
+            loss = F.cross_entropy(net(images).float(), labels)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss
+
+    for _ in range(args.warmup_steps):
+        step()
+    if cuda:
+        torch.cuda.synchronize()
+    dist.barrier()
+    began = time.perf_counter()
+    for _ in range(args.steps):
+        loss = step()
+    loss.item()
+    if cuda:
+        torch.cuda.synchronize()
+    elapsed = torch.tensor([time.perf_counter() - began], dtype=torch.float64, device=device)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+    slowest = float(elapsed.item())
+    world = dist.get_world_size()
+    if dist.get_rank() == 0:
+        print(RESULT + json.dumps({"images_per_sec": args.batch_size * world * args.steps / slowest,
+                                   "workers": world, "device": torch.cuda.get_device_name(0) if cuda else "CPU"}),
+              flush=True)
+    dist.destroy_process_group()
+
+
+def common_args(args: argparse.Namespace) -> list[str]:
+    out = ["--model", args.model, "--batch-size", str(args.batch_size), "--precision", args.precision,
+           "--data-format", args.data_format, "--warmup-steps", str(args.warmup_steps), "--steps", str(args.steps),
+           "--dist-backend", args.dist_backend, "--intra-threads", str(args.intra_threads)]
+    return out + (["--compile"] if args.compile else [])
+
+
+def torchrun(args: argparse.Namespace, command: list[str]) -> str:
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
+            f"--nproc-per-node={args.workers}", "--no-python", sys.executable, *command]
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def run_plain(args: argparse.Namespace) -> float:
+    out = torchrun(args, [str(Path(__file__).resolve()), "--worker", *common_args(args), "--seed", str(args.seed)])
+    line = [x for x in out.splitlines() if x.startswith(RESULT)][-1]
+    return float(json.loads(line[len(RESULT):])["images_per_sec"])
+
+
+def run_repro(args: argparse.Namespace) -> float:
+    compile_flag = ["--xla"] if args.compile else []
+    command = ["-m", "repro.workloads.torch_cnn", *[a for a in common_args(args) if a != "--compile"], *compile_flag,
+               "--inter-threads", "1", "--seed", str(args.seed)]
+    out = torchrun(args, command)
+    line = [x for x in out.splitlines() if x.startswith("REPRO_RESULT ")][-1]
+    return float(json.loads(line[len("REPRO_RESULT "):])["metrics"]["images_per_sec"])
+
+
+def main() -> int:
+    """Interleaved repeats of both sides (or one side); print throughputs and the ratio."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--model", default="resnet20")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "fp16", "bf16"))
+    parser.add_argument("--data-format", default="NCHW", choices=("NCHW", "NHWC"))
+    parser.add_argument("--compile", action="store_true", help="torch.compile (torch_cnn's --xla)")
+    parser.add_argument("--warmup-steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dist-backend", default="auto", choices=("auto", "gloo", "nccl", "mpi"))
+    parser.add_argument("--intra-threads", type=int, default=0, help="per worker (0: cores / workers)")
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--side", default="both", choices=("both", "plain", "repro"))
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        plain_worker(args)
+        return 0
+    if not args.intra_threads:  # both sides get the same explicit value (torchrun would set OMP_NUM_THREADS=1)
+        args.intra_threads = max(1, len(os.sched_getaffinity(0)) // args.workers)
+
+    print(f"model {args.model}, batch {args.batch_size}/worker x {args.workers} workers, {args.precision}, "
+          f"{args.data_format}, compile {args.compile}, {args.warmup_steps} warm-up + {args.steps} steps, "
+          f"{args.intra_threads} threads/worker, {args.repeats} repeats, sides: {args.side}", flush=True)
+    sides = {"plain": run_plain, "repro": run_repro}
+    names = list(sides) if args.side == "both" else [args.side]
+    found: dict[str, list[float]] = {name: [] for name in names}
+    for repeat in range(args.repeats):
+        order = names if repeat % 2 == 0 else list(reversed(names))
+        for name in order:
+            value = sides[name](args)
+            found[name].append(value)
+            print(f"  repeat {repeat + 1} {name:5s} {value:10.2f} images/sec", flush=True)
+    medians = {name: statistics.median(values) for name, values in found.items()}
+    for name, value in medians.items():
+        print(f"{name:5s} median {value:10.2f} images/sec")
+    if args.side == "both":
+        ratio = medians["repro"] / medians["plain"]
+        paired = statistics.median(r / p for r, p in zip(found["repro"], found["plain"]))  # noqa: B905
+        print(f"ratio repro/plain {ratio:.4f} (goal >= 0.98); paired median {paired:.4f} "
+              f"(per repeat: {', '.join(f'{r / p:.3f}' for r, p in zip(found['repro'], found['plain']))})")  # noqa: B905
+    else:
+        print(RESULT + json.dumps({"side": args.side, "images_per_sec": medians[args.side], "runs": found[args.side]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""CNN training throughput (images/sec) with PyTorch DistributedDataParallel, the counterpart of `cnn`.
+
+    torchrun --nproc-per-node 2 -m repro.workloads.torch_cnn --model resnet50 --batch-size 32
+        [--precision fp32|fp16|bf16] [--xla] [--data-format NCHW|NHWC] [--warmup-steps 10] [--steps 100]
+        [--dist-backend auto|gloo|nccl|mpi]
+    (or mpirun / srun: the rank variables are mapped, repro.workloads._torch)
+
+Synthetic data, as `cnn`: one random batch of the model's shape per rank, made once and reused every step.
+fp16 and bf16 are automatic mixed precision (torch.autocast; fp16 with a gradient scaler); --data-format
+NHWC trains in channels_last memory format; --xla compiles the DDP model with torch.compile (the counterpart
+of TensorFlow's XLA; compilation happens in the first steps, so give warm-up steps). Every step is timed on
+every rank from fetching the batch to the loss being on the host, with the device synchronized at both
+step boundaries (repro.workloads.timing): on a GPU the step's time includes the work it queued. images/sec
+is defined as `cnn` defines it (global batch x steps / the slowest rank's total step time).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import _common as common
+from . import _torch, timing
+from . import torch_models as models
+from ._common import WorkloadError, run_main
+from .cnn import throughput_metrics
+from .spec import ArgumentParser, Option, WorkloadSpec
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+DIST_BACKENDS = ("auto", *_torch.BACKENDS)
+
+SPEC = WorkloadSpec(
+    name="torch_cnn",
+    summary=__doc__.split("\n\n")[0],
+    framework="pytorch",
+    kind="throughput",
+    module="repro.workloads.torch_cnn",
+    models=models.MODELS,
+    options=(
+        Option("model", str, "resnet50", "the network", choices=models.MODELS, setting="model", sweep=True),
+        Option("batch_size", int, 32, "per worker", minimum=1, setting="batch_per_worker", sweep=True),
+        Option("image_size", int, None, "default: 224, 299 inception3, 32 CIFAR", minimum=1, bench=False),
+        Option("num_classes", int, None, "default: 1000, 10 for CIFAR models", minimum=1, bench=False),
+        Option("data", str, "synthetic", "synthetic only (one random batch, reused)", choices=("synthetic",),
+               setting="data"),
+        Option("precision", str, "fp32", "fp16/bf16: torch.autocast mixed precision", choices=PRECISIONS,
+               setting="precision", sweep=True),
+        Option("xla", bool, False, "compile the model with torch.compile", setting="xla", sweep=True),
+        Option("data_format", str, "NCHW", "NHWC: channels_last memory format", choices=("NCHW", "NHWC"),
+               setting="data_format"),
+        Option("warmup_steps", int, 10, "steps before the measured ones", minimum=0, setting="warmup_steps"),
+        Option("steps", int, 100, "measured steps after warm-up", minimum=1, setting="steps"),
+        Option("dist_backend", str, "auto", "torch.distributed backend (auto: nccl on GPUs, gloo on CPUs)",
+               choices=DIST_BACKENDS),
+        Option("learning_rate", float, 0.01, "SGD learning rate", minimum=0, exclusive_minimum=True, bench=False),
+        Option("momentum", float, 0.9, "SGD momentum", bench=False),
+        *common.COMMON_OPTIONS,
+    ),
+)
+
+
+def build_parser() -> ArgumentParser:
+    """The workload's flags, from its SPEC."""
+    return SPEC.parser(common.add_output_argument)
+
+
+def resolve_settings(args: Any) -> dict[str, Any]:
+    """Check the flags that need no torch and fill in model-dependent defaults."""
+    image_size = args.image_size or models.default_image_size(args.model)
+    if image_size < models.min_image_size(args.model):
+        raise WorkloadError(f"{args.model} needs --image-size >= {models.min_image_size(args.model)}, got {image_size}")
+    return {
+        "model": args.model,
+        "batch_per_worker": args.batch_size,
+        "image_size": image_size,
+        "num_classes": args.num_classes or models.default_num_classes(args.model),
+        "data": "synthetic",
+        "precision": args.precision,
+        "xla": bool(args.xla),
+        "compile": "torch.compile" if args.xla else None,
+        "data_format": args.data_format,
+        "channels_last": args.data_format == "NHWC",
+        "warmup_steps": args.warmup_steps,
+        "steps": args.steps,
+        "learning_rate": args.learning_rate,
+        "momentum": args.momentum,
+        "optimizer": "sgd_momentum",
+        "seed": args.seed,
+        "timing": timing.METHOD,
+    }
+
+
+def backend_for(requested: str, gpu: bool) -> str:
+    """The torch.distributed backend: the one asked for, or nccl on GPUs and gloo on CPUs for auto."""
+    if requested != "auto":
+        return requested
+    return "nccl" if gpu else "gloo"
+
+
+def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
+    """Parse flags, train for warm-up + measured steps, emit the result (rank 0).
+
+    One function on purpose: the program reads top to bottom, as PyTorch's DDP examples do."""
+    args = build_parser().parse_args(argv)
+    settings = resolve_settings(args)
+    import torch
+
+    backend = backend_for(args.dist_backend, torch.cuda.is_available())
+    world, device = _torch.start(backend, args.intra_threads, args.inter_threads)
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    if args.precision == "bf16" and world.gpu and not torch.cuda.is_bf16_supported():
+        raise WorkloadError(f"{world.device} does not support bf16; use fp16 or fp32")
+    torch.manual_seed(args.seed)  # same initial weights everywhere (DDP broadcasts rank 0's anyway)
+    memory_format = torch.channels_last if settings["channels_last"] else torch.contiguous_format
+    model = models.build(args.model, settings["num_classes"]).to(device, memory_format=memory_format)
+    params = sum(p.numel() for p in model.parameters())
+    ddp = DDP(model, device_ids=[device.index] if world.gpu else None)
+    net = torch.compile(ddp) if args.xla else ddp
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.learning_rate, momentum=args.momentum)
+    amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
+    scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
+
+    side, batch = settings["image_size"], args.batch_size
+    generator = torch.Generator().manual_seed(args.seed + world.rank)
+    images = torch.rand(batch, 3, side, side, generator=generator).to(device, memory_format=memory_format)
+    labels = torch.randint(0, settings["num_classes"], (batch,), generator=generator).to(device)
+
+    def next_batch() -> tuple[Any, Any]:
+        return images, labels
+
+    def train_step() -> float:
+        x, y = next_batch()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
+            loss = F.cross_entropy(net(x).float(), y)
+        scaler.scale(loss).backward()  # DDP all-reduces the gradients during backward
+        scaler.step(optimizer)
+        scaler.update()
+        return float(loss.item())
+
+    sync = timing.device_of(torch, device)
+    warmup_times: list[float] = []
+    step_times: list[float] = []
+    losses: list[float] = []
+    total = args.warmup_steps + args.steps
+    for step in range(total):
+        loss, elapsed = timing.time_step(train_step, sync)
+        (warmup_times if step < args.warmup_steps else step_times).append(elapsed)
+        losses.append(loss)
+        if world.rank == 0 and (step + 1) % 10 == 0:
+            common.log(f"torch_cnn: step {step + 1}/{total} loss {loss:.4f} {elapsed * 1000:.1f} ms")
+
+    settings.update(global_batch=batch * world.size, params=params, dist_backend=backend,
+                    **common.runtime_settings(world))
+    record = common.rank_record(world, warmup_times, step_times, batch)
+    extra = _torch.gathered_gpu_facts(world)
+    result = common.finish("torch_cnn", world, settings, record,
+                           lambda ranks: throughput_metrics(ranks, params, losses), args.output,
+                           gather_with=_torch.gather, software_with=_torch.software, world_extra=extra)
+    _torch.stop()
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point."""
+    return run_main(run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
