@@ -311,8 +311,9 @@ def _emit(plans, folder: str) -> None:
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    for plan in plans:
+    for index, plan in enumerate(plans, 1):
         for name, text in plan.files().items():
+            name = f"{index:02d}-{name}" if len(plans) > 1 else name  # a dry run's points share a run id
             (out / name).write_text(text, encoding="utf-8")
             print(f"wrote {out / name}", file=sys.stderr)
 
