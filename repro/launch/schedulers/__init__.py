@@ -8,8 +8,8 @@
 `direct` runs each point itself over SSH on the inventory's hosts (the runtime sets up, launches and
 cleans up). `slurm` submits each point as a batch job and lets Slurm choose the nodes (see
 repro/launch/schedulers/slurm.py). `kubernetes` makes each point a Trainer v2 TrainJob or an MPIJob, checked
-offline and run through kubectl (repro/launch/schedulers/kubernetes.py, docs/kubernetes.md). Besides `execute`, a scheduler may have (the pipeline uses them where
-present):
+offline and run through kubectl (repro/launch/schedulers/kubernetes.py, docs/kubernetes.md). Besides
+`execute`, a scheduler may have (the pipeline uses them where present):
 
     launcher: str                                        # its default launcher (slurm: srun)
     def configure(self, inventory, flags, timeout) -> Scheduler   # site settings for one sweep, checked
