@@ -349,3 +349,23 @@ def test_the_rendered_objects_pass_the_real_crds_of_trainer_and_the_mpi_operator
     found["TrainJob"]["metadata"]["name"] = "Bad_Name"
     text = "\n".join(load_crds(folder).problems(found["TrainJob"]))
     assert "spec.trainer.numProcPerNode" in text and "metadata.name" in text
+
+
+def test_the_emulated_operator_gives_the_pods_trainers_mpi_contract():
+    """tests/cluster/kube_emulator.py (which runs the pods on the test cluster) makes of repro's objects what Trainer's
+    MPI plugin and JobSet do: node pods running sshd, a launcher with the hostfile and OpenMPI's variables."""
+    from tests.cluster.kube_emulator import hostfile, pods_of
+
+    found = objects(kube_plan(run_id="feedbeef"))
+    pods = pods_of(found["TrainJob"], found["ClusterTrainingRuntime"])
+    assert [(p.name, p.job) for p in pods] == [("repro-feedbeef-node-0-0", "node"), ("repro-feedbeef-node-1-0", "node"),
+                                               ("repro-feedbeef-launcher-0-0", "launcher")]
+    node, launcher = pods[0], pods[2]
+    assert node.command[-2:] == ["repro-node", kube_render.SSH_MOUNT] and node.ready_port == 2222
+    assert node.mounts == {"/dev/shm": "shm", kube_render.SSH_MOUNT: "ssh"}
+    assert launcher.mounts[kube_render.HOSTFILE.rsplit("/", 1)[0]] == "hostfile"
+    assert launcher.env["OMPI_MCA_orte_default_hostfile"] == kube_render.HOSTFILE
+    assert launcher.env["OMPI_MCA_orte_set_default_slots"] == "2" and launcher.env["PYTHONUNBUFFERED"] == "1"
+    assert "mpirun" in launcher.command and launcher.labels[kube_render.RUN_LABEL] == "feedbeef"
+    assert hostfile(pods, 2) == ("repro-feedbeef-node-0-0.repro-feedbeef slots=2\n"
+                                 "repro-feedbeef-node-1-0.repro-feedbeef slots=2\n")
