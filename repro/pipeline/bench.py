@@ -173,7 +173,7 @@ def configured(options: BenchOptions, inventory: Inventory) -> Any:
     given = sorted(SITE_FLAGS.get(k, k) for k, v in options.site.items() if v not in (None, "", ()))
     if configure is None and given:
         raise InputError(f"{', '.join(given)}: site settings of a batch scheduler; --scheduler {options.scheduler} "
-                         "takes none", hint="use --scheduler slurm")
+                         "takes none", hint="use --scheduler slurm or kubernetes")
     return configure(inventory, options.site, options.timeout) if configure else scheduler
 
 
