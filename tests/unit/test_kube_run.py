@@ -139,3 +139,33 @@ def test_the_cluster_version_and_a_missing_kubectl(fake, monkeypatch):
     monkeypatch.setenv("PATH", str(Path("/nonexistent")))
     with pytest.raises(LaunchError, match="kubectl is not on PATH"):
         kube_run.server_version(KubeSite())
+
+
+def _context():
+    from repro.launch import collect
+    from repro.launch.runtimes import RuntimeReport
+    from repro.results.record import StackRef, SweepRef
+
+    return collect.Context(StackRef(name="cpu-tf215", hash="0" * 12), RuntimeReport(),
+                           SweepRef(id="sw-test", point="p", repeat=0), "docker")
+
+
+def test_a_failed_pod_and_ctrl_c_give_records_that_say_so(fake, monkeypatch):
+    from repro.launch import collect
+
+    scenario, _ = fake
+    scenario(condition={"type": "Failed", "status": "True", "reason": "PodFailed", "message": "node-1 exited 137"},
+             pods=[POD, *NODES])
+    plan = kube_plan()
+    out = kube_run.run_job(plan, 60, "v1.33.2")
+    rec = collect.record(plan.point, plan, _context(), out)
+    assert rec.status == "failed" and "PodFailed node-1 exited 137" in rec.failure
+    assert rec.batch["state"] == "failed" and rec.batch["name"] == "repro-0123abcd"
+    assert sorted(rec.batch["pods"]) == sorted(p["metadata"]["name"] for p in [POD, *NODES])
+
+    scenario(polls=10**6, condition=None, pods=[POD])
+    monkeypatch.setattr(kube_run, "_pause", lambda _s: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(kube_run.Cancelled) as err:
+        kube_run.run_job(plan, 60, "v1.33.2")
+    rec = collect.failed(plan.point, plan.placement, _context(), "interrupted", plan=plan, batch=err.value.batch)
+    assert rec.status == "failed" and rec.batch["reason"] == "interrupted" and rec.batch["cluster_version"] == "v1.33.2"
