@@ -4,6 +4,7 @@
     pip install 'repro[hosts]'     prepare (Ansible), SSH to remote hosts (fabric)
     pip install 'repro[images]'    up, archive, restore, the docker runtime (Docker SDK)
     pip install 'repro[plot]'      --plot (matplotlib)
+    pip install 'repro[kubernetes]' --scheduler kubernetes: offline checks (Trainer's types, CEL, pod schema)
     pip install 'repro[workloads]' the workloads on this machine: TensorFlow, Horovod, scikit-learn, mpi4py
 """
 
@@ -15,7 +16,8 @@ from types import ModuleType
 from repro.errors import BackendUnavailable
 
 EXTRAS = {"hosts": "prepare and SSH to remote hosts", "images": "building, archiving and running stack images",
-          "plot": "plots", "workloads": "running the workloads on this machine"}
+          "plot": "plots", "workloads": "running the workloads on this machine",
+          "kubernetes": "checking the objects of --scheduler kubernetes offline"}
 
 
 def need(module: str, extra: str, what: str) -> ModuleType:

@@ -165,6 +165,9 @@ def _running_options(p: argparse.ArgumentParser) -> None:
                    help="time limit per point, seconds (default 1800)")
     r.add_argument("--resume", action="store_true", help="run only what is missing or failed in this sweep")
     r.add_argument("--dry-run", action="store_true", help="print every command on every host; run nothing")
+    r.add_argument("--emit", default=None, metavar="DIR",
+                   help="with --dry-run: also write each point's files there (--scheduler kubernetes: its manifests, "
+                   "for kubectl apply -f)")
     r.add_argument("--store", default=None, type=path_argument,
                    help="results directory (default: $REPRO_STORE or ./results)")
     r.add_argument("--format", choices=FORMATS.names(), default="table",
@@ -192,6 +195,13 @@ def _running_options(p: argparse.ArgumentParser) -> None:
                    help="an extra #SBATCH line, given as --sbatch=--qos=high (repeatable; repro_slurm_extra)")
     b.add_argument("--slurm-mpi", default=None, metavar="PLUGIN",
                    help="srun --mpi plugin for the srun launcher (repro_slurm_mpi; default pmix)")
+    k = p.add_argument_group("Kubernetes site settings (--scheduler kubernetes; override the inventory's repro_k8s_* "
+                             "variables; see docs/kubernetes.md)")
+    k.add_argument("--namespace", default=None, help="namespace of the jobs (repro_k8s_namespace; default: default)")
+    k.add_argument("--k8s-kind", default=None, choices=("trainjob", "mpijob"),
+                   help="a Trainer v2 TrainJob or an MPI Operator MPIJob per point (repro_k8s_kind; default trainjob)")
+    k.add_argument("--crds", default=None, metavar="DIR",
+                   help="also validate against the CRD files in DIR: their schema and CEL rules (repro_k8s_crds)")
 
 
 class QuietProgress:
@@ -250,7 +260,10 @@ def options(args: argparse.Namespace):
         check_target(args.plot)  # a plot that cannot be written is refused before the sweep, not after it
     site = {"repro_slurm_partition": args.partition, "repro_slurm_account": args.account,
             "repro_slurm_time": args.time_limit, "repro_slurm_extra": tuple(args.sbatch or ()),
-            "repro_slurm_mpi": args.slurm_mpi}
+            "repro_slurm_mpi": args.slurm_mpi, "repro_k8s_namespace": args.namespace,
+            "repro_k8s_kind": args.k8s_kind, "repro_k8s_crds": args.crds}
+    if args.emit and not args.dry_run:
+        raise InputError("--emit: writes the planned files; give it with --dry-run")
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
                         timeout=args.timeout, resume=args.resume, dry_run=args.dry_run,
                         site={k: v for k, v in site.items() if v not in (None, ())})
@@ -277,6 +290,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:
         for plan in result.plans:
             print("\n".join(plan.describe()))
+        if args.emit:
+            _emit(result.plans, args.emit)
         return 0
     _report(result.records, store, args)
     if len(loaded) > 1 and result.records:
@@ -287,6 +302,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
               file=_messages(args))
         return 1
     return 0
+
+
+def _emit(plans, folder: str) -> None:
+    """Write every plan's files (--emit DIR), naming each on stderr."""
+    import sys
+    from pathlib import Path
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    for index, plan in enumerate(plans, 1):
+        for name, text in plan.files().items():
+            name = f"{index:02d}-{name}" if len(plans) > 1 else name  # a dry run's points share a run id
+            (out / name).write_text(text, encoding="utf-8")
+            print(f"wrote {out / name}", file=sys.stderr)
 
 
 def _messages(args: argparse.Namespace):

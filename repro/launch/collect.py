@@ -103,10 +103,13 @@ def _base(point: Settings, placement: tuple[Placement, ...], ctx: Context) -> di
 
 
 def failed(point: Settings, placement: tuple[Placement, ...], ctx: Context, reason: str, *,
-           plan: LaunchPlan | None = None, slurm: SlurmJob | None = None) -> RunRecord:
+           plan: LaunchPlan | None = None, slurm: SlurmJob | None = None,
+           batch: dict[str, Any] | None = None) -> RunRecord:
     """A record of a point that did not run to the end (planning failed, Ctrl-C; `slurm`: the cancelled job)."""
     extra = {"command": redact_argv(plan.launch_argv), "env": redact_env(plan.env)} if plan else {}
-    return RunRecord(status="failed", failure=reason, duration_s=0.0, slurm=slurm, **_base(point, placement, ctx),
+    return RunRecord(status="failed", failure=reason, duration_s=0.0, slurm=slurm,
+                     batch=redact_tree(batch) if batch else None,
+                     **_base(point, placement, ctx),
                      **extra)
 
 
@@ -137,5 +140,5 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
         metrics=dict(result.get("metrics", {})) if result else {},
         reported_images_per_sec=(result or {}).get("reported_images_per_sec"),
         duration_s=round(outcome.duration_s, 3), log_tail=redact_text(tail(outcome.stdout, outcome.stderr, LOG_LINES)),
-        slurm=outcome.job,
+        slurm=outcome.job, batch=redact_tree(outcome.batch) if outcome.batch else None,
     ))

@@ -82,6 +82,10 @@ class LaunchPlan:
         lines += [f"[{c.host.name}] {shlex.join(c.remove_argv)}" for c in self.containers]
         return lines
 
+    def files(self) -> dict[str, str]:
+        """Files the plan is made of, by name, for `repro bench --dry-run --emit DIR` (none: commands only)."""
+        return {}
+
 
 def run_env(stack_env: dict[str, str], *, interface: str, gpu: bool) -> dict[str, str]:
     """The environment of the launcher and every rank: the stack's settings plus what repro needs."""

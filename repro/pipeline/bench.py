@@ -205,7 +205,7 @@ def configured(options: BenchOptions, inventory: Inventory) -> Any:
     given = sorted(SITE_FLAGS.get(k, k) for k, v in options.site.items() if v not in (None, "", ()))
     if configure is None and given:
         raise InputError(f"{', '.join(given)}: site settings of a batch scheduler; --scheduler {options.scheduler} "
-                         "takes none", hint="use --scheduler slurm")
+                         "takes none", hint="use --scheduler slurm or kubernetes")
     return configure(inventory, options.site, options.timeout) if configure else scheduler
 
 
@@ -294,8 +294,8 @@ class _Run:
     def diagnose(self, plan: LaunchPlan, outcome: Outcome) -> str:
         """Why the point failed: probe every host of it first, so that a lost host is named whoever noticed
         (not under a batch scheduler: its nodes need not answer SSH, and Slurm said which node died)."""
-        unreachable = {} if outcome.job is not None else preflight([p.host for p in plan.placement],
-                                                                   timeout=PROBE_AFTER_FAILURE_S)
+        batch = outcome.job is not None or outcome.batch is not None
+        unreachable = {} if batch else preflight([p.host for p in plan.placement], timeout=PROBE_AFTER_FAILURE_S)
         return diagnose.explain(placement=plan.placement, stdout=outcome.stdout, stderr=outcome.stderr,
                                 returncode=outcome.returncode, failure=outcome.failure, unreachable=unreachable,
                                 launcher=plan.launcher_name)
@@ -321,7 +321,8 @@ class _Run:
             outcome = self.sweep.scheduler.execute(
                 plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
         except KeyboardInterrupt as exc:  # a batch scheduler cancelled the job first (its record rides along)
-            self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, slurm=getattr(exc, "job", None)))
+            self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, slurm=getattr(exc, "job", None),
+                                     batch=getattr(exc, "batch", None)))
             kept = sum(1 for r in self.records if r.status == "ok")
             self.progress.finished(n, total, label, f"interrupted; {kept} point(s) kept in {self.store.root}; "
                                    "`repro bench ... --resume` completes the sweep")

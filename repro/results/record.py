@@ -141,6 +141,7 @@ class RunRecord(_Frozen):
     facts: dict[str, HostFacts] = Field(default_factory=dict)  # per host, as `repro prepare` gathered them
     hardware: Hardware | None = None
     slurm: SlurmJob | None = None  # the Slurm job that ran the point (--scheduler slurm); optional in schema 2
+    batch: dict[str, Any] | None = None  # another scheduler's job, as it reports it (kubernetes); optional in 2
     command: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     resolved: dict[str, Any] = Field(default_factory=dict)  # every setting as the workload reported it ran

@@ -242,3 +242,62 @@ def test_allreduce_sweep_with_mpi_and_gloo_runs_across_both_hosts(store, cluster
         for row in rows:  # busbw = algbw * 2(n-1)/n with n = 2
             assert row["busbw_median"] == pytest.approx(row["algbw_median"], rel=1e-6)
 
+
+
+# ---------------------------------------------------------------- --scheduler kubernetes, through the operators'
+# contract: a stand-in kubectl (tests/cluster/kube_emulator.py) runs the pods of the TrainJob repro renders as
+# containers of the stack's image on the hosts' engines, with the environment, mounts (SSH key Secret, hostfile,
+# /dev/shm), commands and start order of Trainer's MPI plugin. No Kubernetes is involved (docs/kubernetes.md).
+
+KUBE_TINY = ("--workload", "allreduce", "--sizes", "1000,100000", "--iterations", "3", "--warmup-iterations", "1",
+             "--raw", "false", "--repeats", "1", "--workers", "2")
+
+
+@pytest.fixture()
+def emulated_kubectl(cluster, tmp_path, monkeypatch) -> Path:
+    """`kubectl` first on PATH: the emulator of the operators' contract on this cluster's engines (its state)."""
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "kubectl"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} {ROOT / 'tests' / 'cluster' / 'kube_emulator.py'} \"$@\"\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("REPRO_KUBE_EMULATOR", str(tmp_path / "operator"))
+    monkeypatch.setenv("REPRO_KUBE_CLUSTER", str(cluster.state_dir / "cluster.json"))
+    return tmp_path / "operator"
+
+
+def _store_with_locks(source: Path, target: Path) -> Path:
+    """A new store holding the image locks of `source` (and no records)."""
+    import shutil
+
+    shutil.copytree(source / "locks", target / "locks")
+    return target
+
+
+def test_a_trainjob_runs_through_the_operators_mpi_contract_and_compares_like_any_other(store, cluster,
+                                                                                    emulated_kubectl, tmp_path):
+    kube = _store_with_locks(store, tmp_path / "kube-results")
+    repro("bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--scheduler", "kubernetes", *KUBE_TINY,
+          "--store", str(kube))
+    (rec,) = Store(kube).records()
+    assert rec.status == "ok", rec.failure
+    assert rec.batch["scheduler"] == "kubernetes" and rec.batch["state"] == "ok"
+    assert rec.batch["nodes"] == ["h1", "h2"] and "kind: TrainJob" in rec.batch["manifest"]
+    assert [h.name for h in rec.hosts] == ["h1", "h2"]  # where the rank pods ran (not the launcher pod)
+    addresses = {h.name: h.address for h in cluster.hosts}
+    for rank in rec.ranks:
+        assert addresses[rank.host] in rank.addresses  # each rank ran in the pod on its node
+    assert "StrictHostKeyChecking=yes" in " ".join(rec.command)  # the job's own host key was checked
+    for host in cluster.hosts:  # the job was deleted, its pods with it
+        assert subprocess.run(["docker", "-H", host.docker_host, "ps", "-aq", "--filter", "label=repro.kube.pod"],
+                              capture_output=True, text=True, timeout=60, check=True).stdout.split() == []
+    assert not [p for p in emulated_kubectl.iterdir() if p.is_dir()]
+
+    direct = _store_with_locks(store, tmp_path / "direct-results")
+    repro("bench", "--stack", STACK, "--hosts", str(cluster.inventory), *KUBE_TINY, "--store", str(direct))
+    compared = repro("compare", str(direct), str(kube))
+    rows = [line.split() for line in compared.stdout.splitlines() if line.split()[:2] == ["2", "hvd"]]
+    assert len(rows) == 2, compared.stdout  # both sizes aligned, direct (OLD) against kubernetes (NEW)

@@ -55,6 +55,7 @@ class Outcome:
     cleanup_pending: tuple[str, ...] = ()
     job: SlurmJob | None = None  # the batch job that ran the point, when a batch scheduler did
     placement: tuple[Placement, ...] | None = None  # where the ranks ran, when the batch system chose the nodes
+    batch: dict[str, Any] | None = None  # another batch scheduler's own facts of the job (RunRecord.batch)
 
 
 @dataclass(frozen=True)

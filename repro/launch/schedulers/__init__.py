@@ -7,8 +7,9 @@
 
 `direct` runs each point itself over SSH on the inventory's hosts (the runtime sets up, launches and
 cleans up). `slurm` submits each point as a batch job and lets Slurm choose the nodes (see
-repro/launch/schedulers/slurm.py). Besides `execute`, a scheduler may have (the pipeline uses them where
-present):
+repro/launch/schedulers/slurm.py). `kubernetes` makes each point a Trainer v2 TrainJob or an MPIJob, checked
+offline and run through kubectl (repro/launch/schedulers/kubernetes.py, docs/kubernetes.md). Besides
+`execute`, a scheduler may have (the pipeline uses them where present):
 
     launcher: str                                        # its default launcher (slurm: srun)
     def configure(self, inventory, flags, timeout) -> Scheduler   # site settings for one sweep, checked
@@ -68,3 +69,6 @@ class Direct:
 SCHEDULERS.lazy("slurm", "repro.launch.schedulers.slurm:Slurm", instance=True,
                 help="each point is a Slurm job (sbatch), submitted on repro_slurm_submit_host and followed "
                 "with squeue/scontrol; Slurm chooses the nodes")
+SCHEDULERS.lazy("kubernetes", "repro.launch.schedulers.kubernetes:Kubernetes", instance=True,
+                help="each point is a Trainer v2 TrainJob (or an MPIJob, repro_k8s_kind), checked offline against "
+                "the CRDs' types and rules, created and followed with kubectl; Kubernetes chooses the nodes")
