@@ -26,6 +26,7 @@ class _Mapping(dict):
     """A YAML mapping that remembers where it is written (1-based line), to name file:line in errors."""
 
     line: int | None = None
+    lines: dict[str, int] | None = None  # key -> the line it is written on
 
 
 class _Loader(yaml.SafeLoader):
@@ -39,6 +40,7 @@ class _Loader(yaml.SafeLoader):
     def construct_yaml_map(self, node: yaml.MappingNode) -> Any:
         data = _Mapping()
         data.line = node.start_mark.line + 1
+        data.lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
         yield data
         data.update(self.construct_mapping(node))
 
@@ -61,15 +63,16 @@ def _load(path: Path) -> Any:
                                          Location(str(path)))]) from None
 
 
-def _where(file: Path, body: Any) -> Location:
-    return Location(str(file), getattr(body, "line", None))
+def _where(file: Path, body: Any, key: str | None = None) -> Location:
+    lines = getattr(body, "lines", None) or {}
+    return Location(str(file), lines.get(key) if key in lines else getattr(body, "line", None))
 
 
 def _need_mapping(file: Path, group: str, key: str, value: Any, parent: Any) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        where = _where(file, parent)
+        where = _where(file, parent, key)
         raise InventoryError(f"{where}: group {group}: '{key}' is not a mapping",
                              [Diagnostic(f"'{key}' of group {group} must be a mapping, found {type(value).__name__}",
                                          where, f"{group}.{key}")])

@@ -273,7 +273,8 @@ def test_a_host_with_a_wrong_host_key_fails_named_unchanged_and_ansible_ran_ssh_
     """h2's recorded host key is another key: h2 fails with the cause, its ~/.ssh is untouched, h1 completes.
     ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False unless told otherwise, so Ansible put
     `-o StrictHostKeyChecking=no` first on ssh's command line (the inventory's later `=yes` lost) and reached h2
-    anyway; the ssh command lines are read from Ansible's own log. ANSIBLE_VERBOSITY must not break the listing."""
+    anyway; the ssh command lines are read from Ansible's own log. ANSIBLE_VERBOSITY must not break the listing,
+    nor a PATH without the virtual environment's bin the run."""
     site = untrusted
     h2 = site.cluster.host("h2")
     other = tmp_path / "other_key"
@@ -291,7 +292,10 @@ def test_a_host_with_a_wrong_host_key_fails_named_unchanged_and_ansible_ran_ssh_
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
     before = {p.name: p.read_bytes() for p in h2.ssh_dir.iterdir() if p.is_file()}
     log = tmp_path / "ansible.log"
-    env = {**os.environ, "ANSIBLE_VERBOSITY": "3", "ANSIBLE_LOG_PATH": str(log)}
+    # repro run by its full path: the virtual environment's bin (ansible-playbook) is not on PATH
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and not Path(p, "ansible-playbook").exists())
+    env = {**os.environ, "ANSIBLE_VERBOSITY": "3", "ANSIBLE_LOG_PATH": str(log), "PATH": path}
     env.pop("ANSIBLE_HOST_KEY_CHECKING", None)
     argv = [sys.executable, "-m", "repro", "prepare", "--hosts", str(inventory), "--store", str(site.store),
             "--tags", "ssh_trust"]
@@ -307,3 +311,38 @@ def test_a_host_with_a_wrong_host_key_fails_named_unchanged_and_ansible_ran_ssh_
     for line in execs:
         assert "StrictHostKeyChecking=no" not in line, line
         assert re.findall(r"StrictHostKeyChecking=(\w+)", line)[:1] == ["yes"], line
+
+
+PLANTED = {"AWS_SECRET_ACCESS_KEY": "Aws-Secret-0b7c41", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123456789",
+           "WANDB_API_KEY": "Wandb-Key-5e2d90", "MYSQL_PWD": "Mysql-Pwd-c83a17",
+           "TF_VAR_db_password": "Tf-Var-Pw-61d0e4"}
+BECOME = {"inventory": "Inv-Become-93fa2c", "extra": "Extra-Become-4d7b18"}
+
+
+def test_a_real_prepare_keeps_no_secret_on_disk_or_in_its_output(site, tmp_path):
+    """ansible-runner wrote the caller's whole environment and the -e variables to artifacts/<id>/command (and the
+    -e variables to its events); repro keeps only redacted output and events, and prints no secret."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(site.inventory, inventory)
+    with (inventory / "group_vars" / "all.yml").open("a") as fh:
+        fh.write(f"ansible_become_password: {BECOME['inventory']}\n")
+    store = tmp_path / "store"
+    env = {**os.environ, **PLANTED}
+    scratch_before = set(Path("/dev/shm").glob("repro-ansible-*")) if Path("/dev/shm").is_dir() else set()
+    outputs = []
+    for extra in (["--check-only"], ["--check-only", "--dry-run"]):
+        argv = [sys.executable, "-m", "repro", "prepare", "--hosts", str(inventory), "--store", str(store), *extra,
+                "-e", f"ansible_become_pass={BECOME['extra']}"]
+        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=400, check=False, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        outputs.append(proc.stdout + proc.stderr)
+    written = [p for p in store.rglob("*") if p.is_file()]
+    kept = {p.name for p in written if "logs" in p.parts}
+    assert "stdout" in kept and "command" not in kept and not any("env" in p.parts for p in written), kept
+    for secret in (*PLANTED.values(), *BECOME.values()):
+        for text in outputs:
+            assert secret not in text, secret
+        for path in written:
+            assert secret.encode() not in path.read_bytes(), f"{secret} written to {path}"
+    if Path("/dev/shm").is_dir():
+        assert set(Path("/dev/shm").glob("repro-ansible-*")) == scratch_before, "ansible-runner's scratch dir left"
