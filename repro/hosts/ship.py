@@ -114,7 +114,7 @@ def _pull(remote: Remote, ref: str, tag: str) -> None:
     for argv in (docker_argv(host, "pull", ref), docker_argv(host, "tag", ref, tag)):
         res = remote.run(argv, timeout=LOAD_TIMEOUT_S)
         if not res.ok:
-            raise HostError(f"{host.name}: `{' '.join(argv[3:])}` failed: {res.tail(5)}", host=host.name)
+            raise HostError(f"{host.name}: `{shlex.join(argv[3:])}` failed: {res.tail(5)}", host=host.name)
 
 
 def _ship_one(source: ImageSource, host: Host, tag: str, image_id: str, push: Callable[[str], str],
