@@ -110,7 +110,7 @@ def test_an_error_refusing_a_value_does_not_echo_the_credential_in_it(tmp_path, 
     from repro.cli import main
 
     with pytest.raises(SystemExit):
-        main(["up", "--stack", "x.yaml", "--pip-index", "https://u:Sup3rS3cret@pypi.corp/simple\n"])
+        main(["up", "x.yaml", "--pip-index", "https://u:Sup3rS3cret@pypi.corp/simple\n"])
     err = capsys.readouterr().err
     assert "Sup3rS3cret" not in err and "--pip-index" in err, err
     stack = tmp_path / "s.yaml"
