@@ -7,23 +7,23 @@ says so. Patterns are ASCII only and matched whole (`fullmatch`): `\\d` and `\\w
 in Python they also match Arabic-Indic or full-width digits ("٢.١٥", "１０.０"), and `$` would accept a
 trailing newline. Each pattern is also valid ECMA-262, so the JSON Schema for editors carries the same one.
 
-Imports nothing from repro but repro.errors: manifest, hosts, launch and cli all use it.
+Imports nothing from repro but repro.errors, repro.files and repro.secrets: manifest, hosts, launch and cli all use it.
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import ipaddress
 import math
 import os
 import re
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from repro import files
 from repro.errors import InputError
+from repro.secrets import redact_text
 
 # Characters no single-line value may hold: C0 controls (newline, NUL, ESC, ...), DEL, C1 controls and
 # the Unicode line and paragraph separators.
@@ -102,9 +102,15 @@ def encodable(value: str) -> bool:
 
 
 def _show(value: str) -> str:
-    """A value as it can be printed safely in a message: short, quoted, escapes visible."""
+    """A value as it can be printed safely in a message: short, quoted, escapes visible, secrets redacted."""
+    value = redact_text(value) if encodable(value) else value
     text = ascii(value) if not value.isprintable() or not value.isascii() else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def shown(value: str) -> str:
+    """A value as error messages of this module show it (to find it in such a message)."""
+    return _show(value)
 
 
 def _no_leading_dash(value: str) -> str | None:
@@ -176,7 +182,8 @@ COMMAND = Kind("command", "a program name or path without spaces or quotes", f"[
                1024, _no_leading_dash)
 DOCKER_ENDPOINT = Kind(
     "Docker endpoint", "unix:///path/docker.sock, tcp://host:port or ssh://[user@]host[:port]",
-    f"unix:///[^{_CONTROL}\\s\"'`$\\\\]*|tcp://{_DOMAIN}|ssh://(?:[A-Za-z_][A-Za-z0-9_.-]{{0,31}}@)?{_DOMAIN}", 1024)
+    f"unix:///[^{_CONTROL}\\s\"'`$\\\\;&|<>()*?!]*|tcp://{_DOMAIN}"
+    f"|ssh://(?:[A-Za-z_][A-Za-z0-9_.-]{{0,31}}@)?{_DOMAIN}", 1024)
 URL = Kind("URL", "an http(s) URL without spaces or quotes", f"https?://{_URL_CHARS}+", 2048)
 WORD = Kind("name", "letters, digits, '.', '_' and '-'", "[A-Za-z0-9][A-Za-z0-9._-]{0,99}", 100)
 WORDS = Kind("list", "comma-separated names (letters, digits, '.', '_', '-')", "[A-Za-z0-9._,-]+", 1000)
@@ -236,68 +243,9 @@ def boolean(value: object) -> bool:
 
 # ---------------------------------------------------------------- files
 
-MAX_FILE_BYTES = 1 << 20
-_FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
-class FileProblem(Exception):
-    """An input file that cannot be read as one: missing, special, a symlink loop, too large."""
-
-
-def read_file(path: str | os.PathLike[str], max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a regular file of at most max_bytes; FileProblem for anything else.
-
-    Never blocks on a named pipe or a device (opened non-blocking, refused by type before reading),
-    never follows a symlink loop, never reads more than max_bytes + 1 bytes.
-    """
-    name = os.fspath(path)
-    if "\x00" in name:
-        raise FileProblem("the file name holds a NUL character")
-    try:
-        os.fsencode(name)
-    except UnicodeEncodeError:
-        raise FileProblem(f"the file name {_show(name)} is not valid text (an unpaired surrogate)") from None
-    if len(name) > 4096:
-        raise FileProblem("the file name is longer than 4096 characters")
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise FileProblem("no such file") from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise FileProblem("a symbolic link loop") from None
-        raise FileProblem(_special(name) or exc.strerror or str(exc)) from None
-    try:
-        info = os.fstat(fd)
-        for test, what in _FILE_TYPES:
-            if test(info.st_mode):
-                raise FileProblem(f"{what}, not a regular file")
-        if info.st_size > max_bytes:
-            raise FileProblem(f"too large: {info.st_size} bytes; at most {max_bytes} bytes are read")
-        chunks, size = [], 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(1 << 16, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > max_bytes:
-            raise FileProblem(f"too large: more than {max_bytes} bytes")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise FileProblem(exc.strerror or str(exc)) from None
-    finally:
-        os.close(fd)
-
-
-def _special(name: str) -> str | None:
-    """'a socket, not a regular file' and the like, for a file that could not even be opened."""
-    try:
-        mode = os.stat(name).st_mode
-    except OSError:
-        return None
-    return next((f"{what}, not a regular file" for test, what in _FILE_TYPES if test(mode)), None)
+MAX_FILE_BYTES = files.MAX_FILE_BYTES
+FileProblem = files.FileProblem
+read_file = files.read_file
 
 
 def file_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:

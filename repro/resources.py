@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.errors import BackendUnavailable, InputError
+from repro.files import FileProblem, read_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,8 +49,8 @@ def _site(path: str | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(read_file(path).decode("utf-8"))
+    except (FileProblem, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(f"{path}: unreadable repro configuration ({exc})") from None
     site = data.get("site", {})
     if not isinstance(site, dict) or any(k not in CONFIG_KEYS.values() or not isinstance(v, str)

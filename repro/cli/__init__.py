@@ -7,6 +7,7 @@ import only argparse at module level, so `repro --help` never loads TensorFlow, 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -61,6 +62,10 @@ def _common_options(command: argparse.ArgumentParser) -> None:
             command.add_argument(*flags, dest=dest, action="store_true", default=argparse.SUPPRESS, help=what)
 
 
+_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.ELOOP, errno.ENOTDIR, errno.EISDIR,
+                          errno.ENOENT, errno.EROFS, errno.ENOSPC, errno.EEXIST})
+
+
 def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -100,10 +105,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         # output piped into `head` and closed: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:
+        if exc.filename is None or exc.errno not in _PATH_ERRNOS:
+            return _internal(exc)
+        # a path the user gave that the system refuses (a name too long, no permission): a one-line input error
+        _stderr(f"error: {ascii(os.fsdecode(exc.filename))[1:-1][:200]}: {exc.strerror or exc}")
+        return 2
     except Exception as exc:  # a defect of repro's: one line for the user, the traceback on request
-        if os.environ.get("REPRO_DEBUG", "") not in ("", "0"):
-            raise
-        _stderr(f"internal error: {type(exc).__name__}: {str(exc)[:500]}\n"
-                "  this is a defect of repro, not of your input: please report it with the command line; "
-                "REPRO_DEBUG=1 shows the traceback")
-        return EXIT_FAILURE
+        return _internal(exc)
+
+
+def _internal(exc: Exception) -> int:
+    if os.environ.get("REPRO_DEBUG", "") not in ("", "0"):
+        raise exc
+    _stderr(f"internal error: {type(exc).__name__}: {str(exc)[:500]}\n"
+            "  this is a defect of repro, not of your input: please report it with the command line; "
+            "REPRO_DEBUG=1 shows the traceback")
+    return EXIT_FAILURE

@@ -124,6 +124,8 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     if args.dry_run:
         import shlex
 
+        from repro.results.redact import redact_tree
+
         run = result.run
         print(f"# hosts: {', '.join(h.name for h in result.inventory.hosts)}")
         print(f"# run in {run.playbook_path.parent} with:")
@@ -131,7 +133,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
             print(f"export {key}={shlex.quote(value)}")
         print(shlex.join(run.argv()))
         print("# variables (-e):")
-        print(json.dumps(run.extravars, indent=2, sort_keys=True))
+        print(json.dumps(redact_tree(run.extravars), indent=2, sort_keys=True))
         return 0
 
     outcome = result.outcome

@@ -10,21 +10,36 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro.errors import BackendUnavailable
+from repro.errors import BackendUnavailable, InputError
 from repro.extras import need
+from repro.hosts.inventory import UNCHECKED_SSH
 from repro.resources import data_dir as repro_data_dir
+from repro.results.redact import is_secret_name, marker, redact_text, redact_tree
 
 SKIP_PREFIX = "skipped:"
 # Connection settings that make failures quick and explicit; the rest is in playbooks/ansible.cfg.
-ENV = {"ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0"}
+# Host-key checking is set here, not only in ansible.cfg: ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False
+# in the environment it builds unless the caller sets it, and the environment beats ansible.cfg.
+ENV = {"ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+       "ANSIBLE_HOST_KEY_CHECKING": "True", "ANSIBLE_SSH_HOST_KEY_CHECKING": "True",
+       "ANSIBLE_PARAMIKO_HOST_KEY_CHECKING": "True"}
+# Variables of the caller's environment that would carry ssh options past repro's checks.
+SSH_ENV = ("ANSIBLE_SSH_ARGS", "ANSIBLE_SSH_COMMON_ARGS", "ANSIBLE_SSH_EXTRA_ARGS", "ANSIBLE_SCP_EXTRA_ARGS",
+           "ANSIBLE_SFTP_EXTRA_ARGS")
+# What repro keeps of ansible-runner's artifacts (redacted): the rest holds the caller's environment and the
+# extra variables, and is never written outside a private scratch directory removed after the run.
+KEPT = ("stdout", "status", "rc", "job_events")
+MIN_SCRUB = 4  # shorter secret values are not searched for literally (they would blank ordinary words)
 
 
 @dataclass(frozen=True)
@@ -46,14 +61,15 @@ class PlaybookRun:
         return {**ENV, "ANSIBLE_CONFIG": str(repro_data_dir("playbooks") / "ansible.cfg")}
 
     def argv(self) -> list[str]:
-        """The ansible-playbook command line equivalent to this run (run from playbooks/, with env())."""
+        """The ansible-playbook command line equivalent to this run (run from playbooks/, with env()), secrets
+        in the extra variables shown as <redacted:..>."""
         argv = ["ansible-playbook", "-i", self.inventory]
         if self.check:
             argv.append("--check")
         if self.limit:
             argv += ["--limit", self.limit]
         if self.extravars:
-            argv += ["-e", json.dumps(self.extravars, sort_keys=True)]
+            argv += ["-e", json.dumps(redact_tree(self.extravars), sort_keys=True)]
         if self.tags:
             argv += ["--tags", ",".join(self.tags)]
         argv.append(str(self.playbook_path))
@@ -167,8 +183,9 @@ class _Collector:
 
     RESULT_EVENTS = frozenset({"runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable"})
 
-    def __init__(self, progress: Callable[[TaskResult], None] | None) -> None:
+    def __init__(self, progress: Callable[[TaskResult], None] | None, secrets: frozenset[str] = frozenset()) -> None:
         self.progress = progress
+        self.secrets = secrets
         self.hosts: dict[str, HostOutcome] = {}
         self.stats: dict[str, dict[str, int]] = {}
 
@@ -198,7 +215,7 @@ class _Collector:
             status = "skipped"
         else:
             status = "changed" if res.get("changed") else "ok"
-        message = "" if status == "skipped" else _message(res)
+        message = "" if status == "skipped" else scrub(_message(res), self.secrets)
         result = TaskResult(host, role, task, status, message, ignored)
         if status == "unreachable":
             out.unreachable = True
@@ -225,25 +242,111 @@ class _Collector:
             self.outcome(host).unreachable = True
 
 
+def secret_values(*trees: Any) -> frozenset[str]:
+    """Every value whose key says secret in these trees (extra variables, host variables, an environment), as
+    text: looked for literally in what Ansible printed, which redaction by name and shape cannot see."""
+    found: set[str] = set()
+
+    def walk(tree: Any, secret: bool) -> None:
+        if isinstance(tree, dict):
+            for k, v in tree.items():
+                walk(v, secret or is_secret_name(str(k)))
+        elif isinstance(tree, (list, tuple)):
+            for v in tree:
+                walk(v, secret)
+        elif secret and isinstance(tree, (str, int, float)) and not isinstance(tree, bool) \
+                and len(str(tree)) >= MIN_SCRUB:
+            found.add(str(tree))
+
+    for tree in trees:
+        walk(tree, False)
+    return frozenset(found)
+
+
+def scrub(text: str, secrets: frozenset[str]) -> str:
+    """Text with secrets of a known shape and every one of `secrets` replaced by its marker."""
+    for value in sorted(secrets, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, marker(value))
+    return redact_text(text)
+
+
+def check_environment(env: Mapping[str, str]) -> None:
+    """Refuse ssh options in the caller's environment that turn host-key checking off."""
+    for name in SSH_ENV:
+        value = env.get(name)
+        if value:
+            found = UNCHECKED_SSH.search(value)
+            if found:
+                raise InputError(f"{name}: '{found.group(0)}' turns host-key checking off",
+                                 hint="repro checks host keys on every SSH connection; unset the variable and "
+                                 "record the hosts' keys in known_hosts")
+
+
+def _scratch_root() -> str | None:
+    """Where ansible-runner's private data dir goes during a run: memory (/dev/shm) where there is one, since
+    it holds the caller's environment and the extra variables until repro removes it."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+
+
 def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[TaskResult], None] | None = None,
-                 ident: str | None = None, timeout: int | None = None) -> RunOutcome:
-    """Run `run` through ansible-runner with private data dir `data_dir`; report each task result to `progress`."""
+                 ident: str | None = None, timeout: int | None = None,
+                 secrets: frozenset[str] = frozenset()) -> RunOutcome:
+    """Run `run` through ansible-runner; report each task result to `progress`; keep a redacted copy of its
+    artifacts (output and events, never its record of the environment) in `data_dir`.
+
+    `secrets`: values known to be secret (become passwords from the inventory, ...), scrubbed from all that
+    is kept or shown, with those of the caller's environment and the extra variables.
+    """
     ansible_runner = need("ansible_runner", "hosts", "running Ansible playbooks")
     if not run.playbook_path.is_file():
         raise BackendUnavailable(f"playbook {run.playbook_path} not found",
                                  hint="set REPRO_PLAYBOOKS to repro's playbooks directory")
-    collector = _Collector(progress)
+    check_environment(os.environ)
+    secrets = secrets | secret_values(run.extravars, dict(os.environ))
+    collector = _Collector(progress, secrets)
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
+    ident = ident or data_dir.name
     # SSH control sockets of this run only (short path: unix sockets are limited to ~100 characters).
     control_dir = tempfile.mkdtemp(prefix="repro-cp-")
+    private = Path(tempfile.mkdtemp(prefix="repro-ansible-", dir=_scratch_root()))
     try:
-        runner = _run(ansible_runner, run, data_dir, collector, ident, timeout, control_dir)
+        if run.extravars:  # a file only this user reads, not a command-line argument every user sees in `ps`
+            (private / "env").mkdir(mode=0o700)
+            fd = os.open(private / "env" / "extravars", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(run.extravars, fh)
+        try:
+            runner = _run(ansible_runner, run, private, collector, ident, timeout, control_dir)
+        finally:
+            _close_masters(control_dir)
+            keep_artifacts(private / "artifacts" / ident, data_dir, secrets)
     finally:
-        _close_masters(control_dir)
+        shutil.rmtree(private, ignore_errors=True)
     collector.finish()
     return RunOutcome(run=run, status=str(runner.status), rc=int(runner.rc if runner.rc is not None else 1),
-                      hosts=collector.hosts, artifact_dir=getattr(runner.config, "artifact_dir", None))
+                      hosts=collector.hosts, artifact_dir=str(data_dir))
+
+
+def keep_artifacts(source: Path, dest: Path, secrets: frozenset[str]) -> None:
+    """Copy what is worth keeping of ansible-runner's artifacts (KEPT), every secret in them redacted."""
+    if not source.is_dir():
+        return
+    for name in KEPT:
+        path = source / name
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            (dest / name).write_text(scrub(text, secrets), encoding="utf-8")
+        elif path.is_dir():
+            (dest / name).mkdir(exist_ok=True)
+            for event in sorted(path.glob("*.json")):
+                try:
+                    data = redact_tree(json.loads(event.read_text(encoding="utf-8")))
+                except (OSError, ValueError):
+                    continue
+                (dest / name / event.name).write_text(scrub(json.dumps(data), secrets), encoding="utf-8")
 
 
 def _close_masters(control_dir: str) -> None:
@@ -257,20 +360,22 @@ def _close_masters(control_dir: str) -> None:
 
 def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector, ident: str | None,
          timeout: int | None, control_dir: str):
+    # this Python's bin first on PATH: ansible-runner starts ansible-playbook by name (pexpect looks it up on the
+    # PATH of the environment it is given), and a virtual environment run by its full path is not on the caller's
+    path = os.pathsep.join(p for p in (str(Path(sys.executable).parent), os.environ.get("PATH", "")) if p)
     return ansible_runner.run(
         private_data_dir=str(data_dir),
         project_dir=str(repro_data_dir("playbooks")),
         playbook=run.playbook,
         inventory=run.inventory,
-        extravars=dict(run.extravars) or None,
         tags=",".join(run.tags) or None,
         limit=run.limit,
         cmdline="--check" if run.check else None,
-        envvars={**run.env(), "ANSIBLE_SSH_CONTROL_PATH_DIR": control_dir},
+        envvars={**run.env(), "ANSIBLE_SSH_CONTROL_PATH_DIR": control_dir, "PATH": path},
         quiet=True,
         event_handler=collector,
         ident=ident,
-        suppress_env_files=True,  # nothing of this run is left in env/ for a later run to pick up
+        suppress_env_files=True,  # ansible-runner writes no env/ files of its own
         timeout=timeout,
         settings={"suppress_ansible_output": True},
     )

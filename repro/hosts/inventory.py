@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -29,6 +30,9 @@ WORKERS_GROUP = "workers"
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 DEFAULT_LIST_TIMEOUT = 120.0  # seconds; REPRO_INVENTORY_TIMEOUT overrides
 MAX_HOSTS = 10_000
+QUIET_LISTING = frozenset({"ANSIBLE_VERBOSITY", "ANSIBLE_DEBUG", "ANSIBLE_STDOUT_CALLBACK",
+                           "ANSIBLE_LOAD_CALLBACK_PLUGINS", "ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_CALLBACK_WHITELIST",
+                           "ANSIBLE_LOG_PATH"})
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Host:
     launch_key: str | None = None
     launch_known_hosts: str | None = None
     vars: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    groups: frozenset[str] = field(default=frozenset({"all"}), compare=False, repr=False)  # to locate its vars
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,28 @@ def _int(minimum: int, maximum: int) -> Callable[[object], int]:
     return lambda value: inputs.integer(value, minimum=minimum, maximum=maximum)
 
 
+def _checking_on(value: object) -> object:
+    if inputs.boolean(value) is not True:
+        raise inputs.InputValueError("turns host-key checking off; repro checks host keys on every SSH connection "
+                                     "(record the host's key in known_hosts instead)")
+    return True
+
+
+# ssh options that accept any host key: StrictHostKeyChecking=no/off, or an empty known-hosts file
+UNCHECKED_SSH = re.compile(r"StrictHostKeyChecking[\"']?\s*[= ]\s*[\"']?(?:no|off|false|0)\b|"
+                        r"(?<!Global)KnownHostsFile[\"']?\s*[= ]\s*[\"']?/dev/null\b", re.IGNORECASE)
+
+
+def _ssh_args(value: object) -> object:
+    if not isinstance(value, str):
+        raise inputs.InputValueError(f"expected ssh options as text, found {type(value).__name__}")
+    found = UNCHECKED_SSH.search(value)
+    if found:
+        raise inputs.InputValueError(f"'{found.group(0)}' turns host-key checking off; repro checks host keys on "
+                                     "every SSH connection (record the host's key in known_hosts instead)")
+    return value
+
+
 # variable -> its check, which returns the value to use (normalised: "true" from INI becomes True)
 VARIABLES: dict[str, Callable[[object], object]] = {
     "ansible_host": _text(inputs.HOST_NAME),
@@ -114,6 +141,15 @@ VARIABLES: dict[str, Callable[[object], object]] = {
     "repro_link_gbps": lambda v: inputs.number(v, minimum=0.001, maximum=100_000.0),
     "repro_launch_key": _text(inputs.SSH_PATH),
     "repro_launch_known_hosts": _text(inputs.SSH_PATH),
+    # Ansible's own switches of host-key checking: only "on" is accepted
+    "ansible_host_key_checking": _checking_on,
+    "ansible_ssh_host_key_checking": _checking_on,
+    "ansible_paramiko_host_key_checking": _checking_on,
+    "ansible_ssh_args": _ssh_args,
+    "ansible_ssh_common_args": _ssh_args,
+    "ansible_ssh_extra_args": _ssh_args,
+    "ansible_scp_extra_args": _ssh_args,
+    "ansible_sftp_extra_args": _ssh_args,
 }
 
 
@@ -193,6 +229,7 @@ def _host(problems: _Problems, name: str, hv: dict[str, Any]) -> Host | None:
         launch_key=v.get("repro_launch_key"),
         launch_known_hosts=v.get("repro_launch_known_hosts"),
         vars=v,
+        groups=problems.groups.get(name, frozenset({"all"})),
     )
 
 
@@ -325,7 +362,9 @@ def _bounded_int(text: str) -> int | str:
 
 
 def _listing(path: Path, timeout: float) -> Any:
-    env = {**os.environ, "ANSIBLE_INVENTORY_UNPARSED_FAILED": "true", "ANSIBLE_NOCOLOR": "1",
+    # verbosity and debugging print to stdout, which must hold only the JSON listing
+    env = {**{k: v for k, v in os.environ.items() if k not in QUIET_LISTING},
+           "ANSIBLE_INVENTORY_UNPARSED_FAILED": "true", "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_DEPRECATION_WARNINGS": "false", "ANSIBLE_FORCE_COLOR": "0"}
     exe = _ansible_inventory()
     if exe is None:  # without the repro[hosts] extra: plain YAML inventories are read directly

@@ -55,9 +55,31 @@ def _failures(stderr: str) -> list[_Failure]:
     return out
 
 
-def _fits(plugin: str, path: Path) -> bool:
-    yaml_file = path.suffix in (".yml", ".yaml", ".json") or path.is_dir()
-    return plugin in ("yaml", "auto") if yaml_file else plugin == "ini"
+def _yaml_file(path: Path) -> bool:
+    return path.suffix in (".yml", ".yaml", ".json") or path.is_dir()
+
+
+def _fits(plugin: str, path: Path) -> int:
+    """How well a plugin's failure explains this file: the yaml plugin's for a YAML inventory (auto's is about
+    plugin configuration files, "no root 'plugin' key found"), the ini plugin's otherwise."""
+    if _yaml_file(path):
+        return {"yaml": 2, "auto": 1}.get(plugin, 0)
+    return 2 if plugin == "ini" else 0
+
+
+def _yaml_location(path: Path) -> Location | None:
+    """Where repro's own reading of a YAML inventory finds it wrong (Ansible's yaml plugin names no line)."""
+    from repro.errors import BackendUnavailable, InventoryError
+    from repro.hosts.inventory_yaml import listing
+
+    try:
+        listing(path)
+    except InventoryError as exc:
+        located = [d.location for d in exc.diagnostics if d.location is not None and d.location.line is not None]
+        return located[0] if located else None
+    except (BackendUnavailable, OSError, ValueError):
+        return None
+    return None
 
 
 # Reasons Ansible gives without a place, and what in a file they are about.
@@ -110,9 +132,14 @@ def ansible_reason(stderr: str, path: Path) -> list[Diagnostic]:
         text = " ".join(ln.removeprefix("[ERROR]:").strip() for ln in lines)[:MAX_REASON] or \
             "ansible-inventory failed without saying why"
         return [Diagnostic(text, _find_anywhere(text, path) or Location(str(path)))]
-    best = max(failures, key=lambda f: (f.location is not None and f.location.line is not None,
-                                        _fits(f.plugin, path)))
+    best = max(failures, key=lambda f: (_fits(f.plugin, Path(f.file) if f.file and Path(f.file).exists() else path),
+                                        f.location is not None and f.location.line is not None))
     where = best.location
+    if where is None or where.line is None:  # another plugin may have placed the same reason
+        where = next((f.location for f in failures if f.reason == best.reason and f.location is not None
+                      and f.location.line is not None), where)
+    if (where is None or where.line is None) and best.plugin == "yaml":
+        where = _yaml_location(path) or where
     if where is None or where.line is None:
         file = Path(where.file) if where else Path(best.file) if best.file else None
         where = _find_in_file(best.reason, file) if file is not None and file.is_file() else None

@@ -7,6 +7,7 @@ the others.
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -58,12 +59,14 @@ class ShipResult:
 
 
 def method(host: Host) -> str:
-    """How an image would reach this host."""
+    """How an image would reach this host (a shell-safe line: every value quoted)."""
     if host.registry:
-        return f"push/pull through {host.registry}"
+        return f"push/pull through {shlex.quote(host.registry)}"
+    load = shlex.join(["docker", "-H", host.docker_host, "load"])
     if host.local:
-        return f"docker save | docker -H {host.docker_host} load"
-    return f"docker save | ssh {host.name} docker -H {host.docker_host} load"
+        return f"docker save | {load}"
+    # the remote shell reads the command again: quote it once more as ssh's one argument
+    return f"docker save | {shlex.join(['ssh', '--', host.name, load])}"
 
 
 def describe(tag: str, hosts: Sequence[Host]) -> str:
@@ -111,7 +114,7 @@ def _pull(remote: Remote, ref: str, tag: str) -> None:
     for argv in (docker_argv(host, "pull", ref), docker_argv(host, "tag", ref, tag)):
         res = remote.run(argv, timeout=LOAD_TIMEOUT_S)
         if not res.ok:
-            raise HostError(f"{host.name}: `{' '.join(argv[3:])}` failed: {res.tail(5)}", host=host.name)
+            raise HostError(f"{host.name}: `{shlex.join(argv[3:])}` failed: {res.tail(5)}", host=host.name)
 
 
 def _ship_one(source: ImageSource, host: Host, tag: str, image_id: str, push: Callable[[str], str],

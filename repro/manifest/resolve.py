@@ -21,6 +21,7 @@ from repro.manifest import loader
 from repro.manifest.derive import derive
 from repro.manifest.loader import Document, FieldPath, dotted
 from repro.manifest.schema import RESOLVER_KEYS, Stack
+from repro.secrets import is_secret_name, redact_text
 
 MAX_EXTENDS_DEPTH = 16
 NOT_INHERITED = ("name", "description")
@@ -207,8 +208,10 @@ def _describe(cls: type[BaseModel], name: str) -> str:
     return "a value" if ann is None else getattr(ann, "__name__", str(ann))
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
+def _short(value: Any, loc: FieldPath = ()) -> str:
+    if any(isinstance(part, str) and is_secret_name(part) for part in loc):
+        return "(value redacted)"  # a refused secret is not echoed
+    text = redact_text(repr(value))
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -257,7 +260,9 @@ def _diagnostics(exc: ValidationError, lookup) -> list[Diagnostic]:
             msg = "value not allowed"
         elif kind.endswith("_type") or kind.endswith("_parsing"):
             expected = kind.removesuffix("_type").removesuffix("_parsing").replace("_", " ")
-        found = "" if kind == "url_credentials" else _short(err.get("input"))  # never echo a credential
+        if isinstance(err.get("input"), str) and _short(None, loc) == "(value redacted)":
+            msg = msg.replace(inputs.shown(err["input"]), "(value redacted)")  # a refused secret is not echoed
+        found = "" if kind == "url_credentials" else _short(err.get("input"), loc)  # never echo a credential
         out.append(Diagnostic(msg, lookup(loc, False), dotted(loc), expected=expected, found=found))
     return out
 

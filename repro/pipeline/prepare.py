@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.hosts import prepare as hosts_prepare
-from repro.hosts.ansible import HostOutcome, PlaybookRun, RunOutcome, TaskResult, run_playbook
+from repro.hosts.ansible import HostOutcome, PlaybookRun, RunOutcome, TaskResult, run_playbook, secret_values
 from repro.hosts.inventory import Inventory, load_inventory
 from repro.hosts.readiness import Readiness, evaluate
 from repro.hosts.remote import port_failures
@@ -57,7 +57,8 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
     runs = (store.root / "logs" / "prepare" / inventory_key(inventory)).resolve()
     ident = hosts_prepare.run_ident(check, check_only)
     hosts_prepare.prune_runs(runs, KEEP_RUNS - 1)
-    outcome = run_playbook(run, runs / ident, progress=progress, ident=ident, timeout=timeout)
+    secrets = secret_values(*(h.vars for h in inventory.hosts))  # become passwords and the like, scrubbed
+    outcome = run_playbook(run, runs / ident, progress=progress, ident=ident, timeout=timeout, secrets=secrets)
     # Ansible's "unreachable" can hide the cause: repro checks those hosts' SSH ports itself, all at once.
     gone = [h for h in inventory.hosts if (o := outcome.hosts.get(h.name)) is not None and o.unreachable]
     for name, why in port_failures(gone).items():

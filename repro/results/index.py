@@ -104,6 +104,26 @@ def summarize(path: str, record: RunRecord) -> Summary:
                    throughput(record), record.failure)
 
 
+SQLITE_INT = (-(2**63), 2**63 - 1)
+
+
+def _columns(path: str, record: RunRecord) -> tuple:
+    """(error, newer, *summary columns) of a parsed record; a record whose summary SQLite cannot hold (an
+    integer beyond 64 bits, a number that is not finite where a count is expected) is kept as unusable,
+    with the field named, so that one bad record never breaks the index for the others."""
+    try:
+        summary = summarize(path, record)
+    except (ArithmeticError, ValueError, TypeError) as exc:
+        return (f"unusable record: its figures cannot be computed ({type(exc).__name__}: {exc})"[:300], 0,
+                *([None] * len(COLUMNS)))
+    for field_name, value in zip(Summary._fields, summary, strict=True):
+        if isinstance(value, int) and not SQLITE_INT[0] <= value <= SQLITE_INT[1]:
+            shown = f"a number of {len(str(abs(value)))} digits" if abs(value) >= 10**30 else str(value)
+            return (f"unusable record: {field_name} is {shown}, beyond what repro can index", 0,
+                    *([None] * len(COLUMNS)))
+    return (None, 0, *summary[1:])
+
+
 @dataclass(frozen=True)
 class Broken:
     """A record file the index could not read."""
@@ -355,15 +375,14 @@ class Index:
             return None
         except UnreadableRecord as exc:
             return (directory, name, *sig, checked, exc.reason, int(exc.newer), *([None] * len(COLUMNS)))
-        summary = summarize(f"{directory}/{name}", record)
-        return (directory, name, *sig, checked, None, 0, *summary[1:])
+        return (directory, name, *sig, checked, *_columns(f"{directory}/{name}", record))
 
     def add(self, path: Path, record: RunRecord) -> None:
         """Index a file just written (by Store.put), so the next sync need not read it."""
         st = path.stat()
         directory, name = path.parent.name, path.name
-        row = (directory, name, st.st_size, st.st_mtime_ns, st.st_ino, time.time_ns(), None, 0,
-               *summarize(f"{directory}/{name}", record)[1:])
+        row = (directory, name, st.st_size, st.st_mtime_ns, st.st_ino, time.time_ns(),
+               *_columns(f"{directory}/{name}", record))
 
         def add() -> None:
             with _transaction(self.db):

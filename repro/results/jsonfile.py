@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repro.errors import ResultsError
+from repro.files import FileProblem, read_file
+
+MAX_RECORD_BYTES = 512 << 20
 
 if TYPE_CHECKING:
     from repro.results.record import RunRecord
@@ -69,12 +72,12 @@ def read_record(path: Path) -> RunRecord:
     """One record JSON file, parsed by parse_record; UnreadableRecord names the file and why."""
     from repro.results.record import NewerSchemaError, RecordError, parse_record  # pydantic: only when parsing
 
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise UnreadableRecord(path, f"unreadable record ({exc.strerror or exc})") from None
+    try:  # bounded: a named pipe or a device among the records is skipped, never read for ever
+        raw = read_file(path, MAX_RECORD_BYTES)
+    except FileProblem as exc:
+        if not os.path.lexists(path):
+            raise FileNotFoundError(path) from None
+        raise UnreadableRecord(path, f"unreadable record ({exc})") from None
     try:
         data = json.loads(raw)
     except ValueError as exc:

@@ -38,6 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from repro.errors import Diagnostic, InputError, Location
+from repro.files import FileProblem, read_file
 from repro.results.record import Hardware, Published, RunRecord, Settings, StackRef, new_id, now_iso
 from repro.workloads.tf_cnn_benchmarks import canonical_model
 
@@ -181,14 +182,17 @@ def parse_table(text: str, file: str, stack: StackRef, sha256: str = "") -> list
     return records
 
 
+MAX_TABLE_BYTES = 64 << 20
+
+
 def import_table(path: str | Path, stack: StackRef) -> list[RunRecord]:
     """Read a baseline CSV file into records."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
+    try:  # bounded: a named pipe or a device is refused, never read for ever
+        data = read_file(p, MAX_TABLE_BYTES)
         text = data.decode("utf-8")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    except FileProblem as exc:
+        raise InputError(f"{p}: cannot read ({exc})") from None
     except UnicodeDecodeError:
         raise InputError(f"{p}: not a CSV file (not text in UTF-8)") from None
     return parse_table(text, str(p), stack, hashlib.sha256(data).hexdigest())

@@ -1,7 +1,8 @@
 """Secrets never reach disk or output: redaction by key name and by value shape (pure).
 
 Everything repro writes or prints that can hold a user's values goes through here: a record's manifest,
-environment, command, the workload's report and log tail; an image lock; dry runs; comparisons.
+environment, command, the workload's report and log tail; an image lock; dry runs; comparisons;
+ansible-runner's artifacts. What counts as a secret (the rule of docs/secrets.md) is in repro.secrets.
 
 A secret is replaced by `<redacted:XXXXXX>`, where XXXXXX is a short fingerprint (24 bits of a salted
 SHA-256). It is too short to confirm a guess of the secret with any confidence, yet lets `repro compare`
@@ -11,55 +12,19 @@ either value ever being stored.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
-# names of variables and keys that hold secrets (NCCL_IB_HCA and friends do not match)
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PASS$|_PASS_|KEY|CREDENTIAL|AUTH|COOKIE|"
-                          r"PRIVATE|SIGNATURE)", re.IGNORECASE)
-_NOT_SECRET = re.compile(r"(_FILE|_PATH|_DIR|_FILES)$|^(HOROVOD_|NCCL_|OMPI_|TF_|OMP_|KMP_)", re.IGNORECASE)
-# value shapes: credentials in URLs, well-known token formats, secrets in query strings and bearer headers
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s:<>]+(?::[^@\s/<>]*)?)@")
-_TOKENS = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}"
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}|sk-[A-Za-z0-9_-]{20,}"
-    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})")
-_QUERY = re.compile(r"(?P<key>[?&;](?:access_token|token|api_key|apikey|key|password|passwd|secret|sig|signature)=)"
-                    r"(?P<value>[^&;#\s<>]+)", re.IGNORECASE)
-_BEARER = re.compile(r"(?P<key>\b(?:Bearer|Basic|token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{12,})")
-_MARKER = re.compile(r"<redacted:[0-9a-f]{6}>")
-_SALT = b"repro-redacted:"
+from repro.secrets import MARKER as _MARKER
+from repro.secrets import fingerprint, is_secret_name, marker, redact_text
 
-
-def fingerprint(value: str) -> str:
-    """24 bits of a salted SHA-256: enough to tell two secrets apart, too little to confirm a guess."""
-    return hashlib.sha256(_SALT + value.encode("utf-8", "surrogatepass")).hexdigest()[:6]
-
-
-def marker(value: str) -> str:
-    """What replaces a secret."""
-    return f"<redacted:{fingerprint(value)}>"
+__all__ = ["fingerprint", "is_redacted", "is_secret_name", "marker", "redact_argv", "redact_env", "redact_text",
+           "redact_tree", "redact_value"]
 
 
 def is_redacted(value: Any) -> bool:
     """Whether a value (or part of it) was redacted."""
     return isinstance(value, str) and bool(_MARKER.search(value))
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a variable or key of this name holds a secret (by name alone)."""
-    return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET.search(name)
-
-
-def redact_text(text: str) -> str:
-    """Text with secrets of a known shape replaced: URL credentials, token formats, query secrets, bearers."""
-    if not text or _MARKER.fullmatch(text):
-        return text
-    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{marker(m['userinfo'])}@", text)
-    text = _TOKENS.sub(lambda m: marker(m.group(0)), text)
-    text = _QUERY.sub(lambda m: f"{m['key']}{marker(m['value'])}", text)
-    return _BEARER.sub(lambda m: f"{m['key']}{marker(m['value'])}", text)
 
 
 def redact_value(name: str, value: Any) -> Any:
@@ -68,6 +33,8 @@ def redact_value(name: str, value: Any) -> Any:
         return marker(value) if is_secret_name(name) and value and not _MARKER.fullmatch(value) else redact_text(value)
     if is_secret_name(name) and isinstance(value, (int, float)) and not isinstance(value, bool):
         return marker(str(value))
+    if is_secret_name(name) and isinstance(value, (dict, list, tuple)) and value:
+        return marker(repr(value))  # a structured secret (a list of passwords, a credentials mapping)
     return redact_tree(value)
 
 
@@ -90,13 +57,18 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """An argv with NAME=VALUE secrets (as in `-x`, `--env`, `env K=V`) and secret-shaped values replaced."""
-    out = []
+    """An argv with NAME=VALUE secrets (as in `-x`, `--env`, `env K=V`) and secret-shaped values replaced;
+    the value after an option whose name says secret (`--password X`, `--token X`) too."""
+    out: list[str] = []
+    secret_next = False
     for arg in argv:
         name, sep, value = arg.partition("=")
-        if sep and re.fullmatch(r"-{0,2}[A-Za-z_][A-Za-z0-9_.-]*", name):
+        if secret_next and not arg.startswith("-") and arg and not _MARKER.fullmatch(arg):
+            arg = marker(arg)
+        elif sep and re.fullmatch(r"-{0,2}[A-Za-z_][A-Za-z0-9_.-]*", name):
             arg = f"{name}={redact_value(name.lstrip('-'), value)}"
         else:
             arg = redact_text(arg)
+        secret_next = not sep and arg.startswith("--") and is_secret_name(arg[2:])
         out.append(arg)
     return out

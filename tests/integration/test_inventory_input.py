@@ -100,6 +100,9 @@ def test_a_host_named_like_a_path_is_refused_and_nothing_is_written(tmp_path):
 @pytest.mark.parametrize("name, text, line, words", [
     ("bad.yml", "all:\n  hosts:\n    a:\n      x: [1, 2\n", 5, ["flow sequence"]),
     ("bad.ini", "[workers]\nh1 repro_slots=2\nh2 name=\"unbalanced\n", 3, ["No closing quotation"]),
+    # the yaml plugin's reason, not the auto plugin's ("no root 'plugin' key") nor the ini plugin's, placed by repro
+    ("list.yml", "- a\n- b\n", 1, ["should be a dictionary", "yaml inventory plugin"]),
+    ("vars.yml", "all:\n  vars: [1]\n  hosts:\n    n1:\n", 2, ['Invalid "vars" entry', "yaml inventory plugin"]),
 ])
 def test_ansible_s_own_reason_is_kept_with_its_line(tmp_path, name, text, line, words):
     path = tmp_path / name

@@ -267,3 +267,82 @@ def test_an_unreachable_host_is_named_with_the_reason_and_the_other_completes(tr
     # h1 kept h2's host keys from the earlier run: with h2 back, h1 reaches it as before
     back = hop(site, h1, h2, "-o", "IdentitiesOnly=yes", "-i", f"~/.ssh/{TRUST_KEY}")
     assert back.returncode == 0 and f"inet {h2.address}/" in back.stdout, back.stderr
+
+
+def test_a_host_with_a_wrong_host_key_fails_named_unchanged_and_ansible_ran_ssh_strictly(untrusted, tmp_path):
+    """h2's recorded host key is another key: h2 fails with the cause, its ~/.ssh is untouched, h1 completes.
+    ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False unless told otherwise, so Ansible put
+    `-o StrictHostKeyChecking=no` first on ssh's command line (the inventory's later `=yes` lost) and reached h2
+    anyway; the ssh command lines are read from Ansible's own log. ANSIBLE_VERBOSITY must not break the listing,
+    nor a PATH without the virtual environment's bin the run."""
+    site = untrusted
+    h2 = site.cluster.host("h2")
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    wrong = tmp_path / "known_hosts"
+    lines = site.cluster.known_hosts.read_text().splitlines()
+    fake = " ".join(other.with_suffix(".pub").read_text().split()[:2])
+    wrong.write_text("".join(f"{h2.address} {fake}\n" if ln.startswith(f"{h2.address} ") else ln + "\n"
+                             for ln in lines))
+    inventory = tmp_path / "inventory"
+    shutil.copytree(site.inventory, inventory)
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    hosts["all"]["children"]["workers"]["hosts"]["h2"]["ansible_ssh_common_args"] = \
+        f"-o UserKnownHostsFile={wrong} -o StrictHostKeyChecking=yes"
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    before = {p.name: p.read_bytes() for p in h2.ssh_dir.iterdir() if p.is_file()}
+    log = tmp_path / "ansible.log"
+    # repro run by its full path: the virtual environment's bin (ansible-playbook) is not on PATH
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and not Path(p, "ansible-playbook").exists())
+    env = {**os.environ, "ANSIBLE_VERBOSITY": "3", "ANSIBLE_LOG_PATH": str(log), "PATH": path}
+    env.pop("ANSIBLE_HOST_KEY_CHECKING", None)
+    argv = [sys.executable, "-m", "repro", "prepare", "--hosts", str(inventory), "--store", str(site.store),
+            "--tags", "ssh_trust"]
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=400, check=False, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(r"h2: unreachable: .*(Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED)",
+                     proc.stderr, re.S), proc.stderr
+    assert re.search(r"^h1\s+changed\s", proc.stdout, re.M), proc.stdout
+    assert {p.name: p.read_bytes() for p in h2.ssh_dir.iterdir() if p.is_file()} == before, "h2 was changed"
+    execs = [ln for ln in log.read_text(errors="replace").splitlines() if "SSH: EXEC ssh" in ln]
+    to_h2 = [ln for ln in execs if h2.address in ln]
+    assert to_h2, f"no ssh command line to h2 in Ansible's log:\n{execs[:3]}"
+    for line in execs:
+        assert "StrictHostKeyChecking=no" not in line, line
+        assert re.findall(r"StrictHostKeyChecking=(\w+)", line)[:1] == ["yes"], line
+
+
+PLANTED = {"AWS_SECRET_ACCESS_KEY": "Aws-Secret-0b7c41", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123456789",
+           "WANDB_API_KEY": "Wandb-Key-5e2d90", "MYSQL_PWD": "Mysql-Pwd-c83a17",
+           "TF_VAR_db_password": "Tf-Var-Pw-61d0e4"}
+BECOME = {"inventory": "Inv-Become-93fa2c", "extra": "Extra-Become-4d7b18"}
+
+
+def test_a_real_prepare_keeps_no_secret_on_disk_or_in_its_output(site, tmp_path):
+    """ansible-runner wrote the caller's whole environment and the -e variables to artifacts/<id>/command (and the
+    -e variables to its events); repro keeps only redacted output and events, and prints no secret."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(site.inventory, inventory)
+    with (inventory / "group_vars" / "all.yml").open("a") as fh:
+        fh.write(f"ansible_become_password: {BECOME['inventory']}\n")
+    store = tmp_path / "store"
+    env = {**os.environ, **PLANTED}
+    scratch_before = set(Path("/dev/shm").glob("repro-ansible-*")) if Path("/dev/shm").is_dir() else set()
+    outputs = []
+    for extra in (["--check-only"], ["--check-only", "--dry-run"]):
+        argv = [sys.executable, "-m", "repro", "prepare", "--hosts", str(inventory), "--store", str(store), *extra,
+                "-e", f"ansible_become_pass={BECOME['extra']}"]
+        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=400, check=False, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        outputs.append(proc.stdout + proc.stderr)
+    written = [p for p in store.rglob("*") if p.is_file()]
+    kept = {p.name for p in written if "logs" in p.parts}
+    assert "stdout" in kept and "command" not in kept and not any("env" in p.parts for p in written), kept
+    for secret in (*PLANTED.values(), *BECOME.values()):
+        for text in outputs:
+            assert secret not in text, secret
+        for path in written:
+            assert secret.encode() not in path.read_bytes(), f"{secret} written to {path}"
+    if Path("/dev/shm").is_dir():
+        assert set(Path("/dev/shm").glob("repro-ansible-*")) == scratch_before, "ansible-runner's scratch dir left"

@@ -194,3 +194,34 @@ def test_a_file_too_large_for_a_log_is_refused_before_it_is_read(monkeypatch, tm
     big.write_bytes(TRAIN_2.read_bytes())
     result = import_file(str(big), import_stack("s"), (), {})
     assert result.status == "failed" and "not a benchmark log" in result.error.render()
+
+
+def test_name_value_lines_of_a_logs_tail_are_stored_redacted(capsys, store, tmp_path):
+    log = tmp_path / "with-secrets.log"
+    log.write_text(TRAIN_2.read_text() + "\nMYSQL_PWD=Mysql-Pw-8d1e\nexport TF_VAR_db_password='Tf Var 5c2a'\n"
+                   "notify https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/Sl4ckS3cretPath0000\n")
+    code, out, err = run(capsys, "import", str(log), "--stack", "m", "--store", store)
+    assert code == 0, err
+    code, shown, _ = run(capsys, "results", "--store", store, "--json")
+    blob = b"".join(p.read_bytes() for p in Path(store).rglob("*") if p.is_file()).decode(errors="replace")
+    for secret in ("Mysql-Pw-8d1e", "Tf Var 5c2a", "Sl4ckS3cretPath0000"):
+        assert secret not in blob and secret not in out + err + shown, secret
+    assert "MYSQL_PWD=<redacted:" in blob
+
+
+@pytest.mark.parametrize("source", ["fifo", "/dev/zero", "/dev/urandom"])
+@pytest.mark.parametrize("as_table", [False, True])
+def test_a_pipe_or_a_device_is_refused_at_once_as_a_log_or_a_table(tmp_path, source, as_table):
+    """A FIFO blocked `repro import` for ever; /dev/urandom read for ever; /dev/zero grew to a MemoryError."""
+    import os
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "fifo") if source == "fifo" else source
+    if source == "fifo":
+        os.mkfifo(path)
+    argv = [sys.executable, "-m", "repro", "import", *(["--table", path] if as_table else [path]), "--stack", "m",
+            "--store", str(tmp_path / "store")]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "not a regular file" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

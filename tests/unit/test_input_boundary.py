@@ -195,3 +195,19 @@ def test_the_manifest_model_lists_match_the_workloads():
     assert set(CNN_MODELS) == set(MODELS)
     assert set(TTA_MODELS) == {*MODELS, "digits_cnn"}
     assert set(TF_CNN_BENCHMARKS_MODELS) == set(TFCNN)
+
+
+@pytest.mark.parametrize("argv", [
+    ["results", "--store", "{long}"],
+    ["bench", "--stack", "{long}.yaml", "--dry-run"],
+    ["show", "{long}.yaml"],
+    ["import", "{long}.log", "--stack", "m", "--store", "{tmp}/store"],
+    ["prepare", "--hosts", "{long}", "--dry-run"],
+    ["show", "{tmp}/extends.yaml"],
+])
+def test_a_path_component_over_255_bytes_is_an_input_error_not_an_internal_one(tmp_path, capsys, argv):
+    long = str(tmp_path / ("a" * 300))
+    (tmp_path / "extends.yaml").write_text(f"extends: {long}.yaml\nname: x\n")
+    code = main([a.format(long=long, tmp=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and "internal error" not in err and err.strip(), err

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.errors import BackendUnavailable
+from repro.errors import BackendUnavailable, InventoryError
 from repro.hosts import inventory as inventory_module
 from repro.hosts.inventory import inventory_from_listing, load_inventory
 from repro.hosts.inventory_yaml import listing
@@ -51,3 +51,29 @@ def test_what_only_ansible_reads_says_which_extra_gives_it(tmp_path):
     ranged.write_text("all:\n  hosts:\n    node[01:04]:\n")
     with pytest.raises(BackendUnavailable, match="host range"):
         listing(ranged)
+
+
+@pytest.mark.parametrize(("text", "line", "message"), [
+    ("all:\n  vars: [a, b]\n  hosts:\n    n1:\n", 2, "'vars' of group all must be a mapping"),
+    ("all:\n  children: [workers]\n", 2, "'children' of group all must be a mapping"),
+    ("all:\n  children:\n    workers:\n      hosts: n1\n", 4, "'hosts' of group workers must be a mapping"),
+    ("all:\n  hosts:\n    n1: {ansible_port: 22\n", 4, "YAML"),
+    ("all:\n  hosts:\n    n1:\n  bad: [\n", 5, "YAML"),
+])
+def test_a_malformed_yaml_inventory_read_without_ansible_is_an_error_at_file_line(tmp_path, text, line, message):
+    path = tmp_path / "hosts.yml"
+    path.write_text(text)
+    with pytest.raises(InventoryError) as info:
+        inventory_from_listing(listing(path), path)
+    (diag,) = info.value.diagnostics
+    assert diag.location is not None and diag.location.file == str(path) and diag.location.line == line, diag
+    assert message in diag.message, diag
+
+
+def test_a_huge_integer_in_a_yaml_inventory_read_without_ansible_is_a_bad_value_not_a_crash(tmp_path):
+    path = tmp_path / "hosts.yml"
+    path.write_text("all:\n  hosts:\n    n1:\n      ansible_port: " + "9" * 5000 + "\n")
+    with pytest.raises(InventoryError) as info:
+        inventory_from_listing(listing(path), path)
+    (diag,) = info.value.diagnostics
+    assert diag.location.line == 4 and "expected a whole number" in diag.message, diag

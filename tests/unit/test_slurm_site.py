@@ -126,3 +126,39 @@ def test_the_cli_refuses_what_cannot_work_with_exit_2(tmp_path, capsys, args, me
     code = main(["bench", "--stack", STACK, "--hosts", str(inventory_file(tmp_path)), "--dry-run",
                  "--store", str(tmp_path / "store"), *args])
     assert code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("line", ["--qos=high --nodes=99", "--qos high --nodes 99", "--qos=high -N 99",
+                                  "--comment=a --wrap=b", "--nod=99", "--ntasks-per=4", "--outp=/tmp/x",
+                                  "--qos='high' x"])
+def test_a_second_option_on_one_sbatch_line_or_an_abbreviated_owned_option_is_refused(line):
+    """sbatch splits an #SBATCH line into words: `--qos=high --nodes=99` set --nodes behind repro's check."""
+    with pytest.raises(InputError, match="--sbatch"):
+        site_from(hosts(), {"repro_slurm_extra": (line,)})
+    assert site_from(hosts(), {"repro_slurm_extra": ("--qos high",)}).extra == ("--qos high",)
+
+
+@pytest.mark.parametrize(("var", "value", "message"), [
+    ("repro_slurm_extra", 1.5, "expected sbatch options"),
+    ("repro_slurm_extra", {"a": 1}, "expected sbatch options"),
+    ("repro_slurm_extra", [2], "expected one sbatch option per line"),
+    ("repro_slurm_gpus_per_node", "²", "expected a whole number"),
+    ("repro_slurm_gpus_per_node", "٤", "expected a whole number"),
+    ("repro_slurm_gpus_per_node", "9" * 5000, "expected a whole number"),
+    ("repro_slurm_time", "١٢:٠٠", "expected a Slurm time limit"),
+    ("repro_slurm_partition", ["a"], "expected a partition name"),
+    ("repro_slurm_submit_host", ["n1"], "expected a host name"),
+])
+def test_site_variables_of_the_wrong_type_or_with_non_ascii_digits_are_input_errors(var, value, message):
+    with pytest.raises(InputError, match=message):
+        site_from(hosts(**{var: value}), {})
+
+
+def test_a_bad_site_variable_is_refused_naming_the_file_and_line_where_it_is_written(tmp_path, capsys):
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  children:\n    workers:\n      vars:\n        repro_slurm_submit_host: local\n"
+                   "        repro_slurm_time: '١٢:٠٠'\n      hosts:\n        n1: {ansible_connection: local}\n")
+    code = main(["bench", "--stack", STACK, "--hosts", str(inv), "--scheduler", "slurm", "--runtime", "host",
+                 "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{inv}:6:" in err and "repro_slurm_time" in err and "internal error" not in err, err

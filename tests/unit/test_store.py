@@ -340,6 +340,24 @@ def test_results_compare_and_scaling_go_on_past_unreadable_files(root, capsys):
     assert len(json.loads(capsys.readouterr().out)) == 4
 
 
+def test_a_record_with_a_number_sqlite_cannot_hold_is_skipped_with_a_warning_in_every_command(root, capsys):
+    """batch_per_worker of -1e20 parses as an int but overflows SQLite's INTEGER: the index raised OverflowError
+    and `results` and `compare` failed for every run of the store."""
+    store = Store(root)
+    for n, (stack, workers) in enumerate([("a", 1), ("a", 2), ("b", 1), ("b", 2)]):
+        store.put(make(stack, n=n, workers=workers, step=0.1 if stack == "a" else 0.09))
+    data = make("a", n=9).model_dump(mode="json")
+    data["settings"]["batch_per_worker"] = -100000000000000000000
+    huge = root / "runs" / data["stack"]["hash"] / f"{data['id']}.json"
+    huge.write_text(json.dumps(data))
+    for argv in (["results"], ["results", "--json"], ["results", "scaling", "a"], ["compare", "a", "b"]):
+        code = main([*argv, "--store", str(root)])
+        out = capsys.readouterr()
+        assert code == 0, (argv, out.err)
+        assert str(huge) in out.err and "batch_per_worker" in out.err, (argv, out.err)
+        assert "internal error" not in out.err and data["id"] not in out.out
+
+
 def test_showing_an_unreadable_record_is_an_error_naming_it(root, capsys):
     Store(root).put(make("a", n=1))
     _, _, newer = _break(root)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from repro.errors import InputError
+from repro.secrets import is_secret_name, redact_text
 
 # Debian policy 5.6.1 (package names) and 5.6.12 (versions), with an optional `=version` pin.
 _APT = re.compile(r"[a-z0-9][a-z0-9+.-]{0,127}(=[A-Za-z0-9.+~:-]{1,128})?")
@@ -31,7 +32,9 @@ _WORD = re.compile(r"[a-z][a-z0-9-]{0,31}")
 
 
 def _refuse(field: str, value: object, what: str) -> InputError:
-    return InputError(f"{field}: {value!r} is not {what}; it cannot go into a Dockerfile",
+    secret = any(is_secret_name(part) for part in re.split(r"[.\[\]]", field) if part)
+    shown = "the value (redacted)" if secret else redact_text(repr(value))  # a refused secret is not echoed
+    return InputError(f"{field}: {shown} is not {what}; it cannot go into a Dockerfile",
                       hint="fix the value in the stack manifest or on the command line")
 
 

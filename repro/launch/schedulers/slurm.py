@@ -58,7 +58,7 @@ class Slurm:
 
     def configure(self, inventory: Inventory, flags: Mapping[str, Any], timeout: float) -> Slurm:
         """This scheduler for one sweep: the site's settings from the inventory and the flags, checked."""
-        return Slurm(site_from(inventory.hosts, flags), inventory.hosts, timeout)
+        return Slurm(site_from(inventory.hosts, flags, inventory.path), inventory.hosts, timeout)
 
     def check(self, runtime: str, launcher: str, backends: tuple[str, ...] = ("mpi",)) -> None:
         """Refuse, before anything, a runtime, launcher or Horovod controller that cannot run inside a Slurm job."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from repro.errors import Diagnostic, InputError, Location, ReproError
+from repro.files import FileProblem, read_file
 from repro.results.importers.lines import MAX_BYTES, content_hash, decode
 from repro.results.importers.records import read_runs, to_record
 from repro.results.importers.settings import Override, for_file, for_run
@@ -51,18 +51,11 @@ def known_sources(records: Iterable[RunRecord]) -> dict[tuple[str, str], list[st
 
 
 def _read(path: str) -> bytes:
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise InputError(f"{path}: a directory, not a log file",
-                             [Diagnostic("a directory, not a log file", Location(path), expected="a log file")])
-        if p.stat().st_size > MAX_BYTES:
-            raise InputError(f"{path}: {p.stat().st_size / 2**20:.0f} MiB, not a benchmark log",
-                             [Diagnostic("too large", Location(path), expected=f"under {MAX_BYTES // 2**20} MiB")])
-        return p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})",
-                         [Diagnostic(f"cannot read ({exc.strerror or exc})", Location(path))]) from None
+    try:  # bounded: a named pipe or a device (/dev/zero, /dev/urandom) is refused, never read for ever
+        return read_file(path, MAX_BYTES)
+    except FileProblem as exc:
+        what = f"{exc}, not a benchmark log" if str(exc).startswith("too large") else f"cannot import ({exc})"
+        raise InputError(f"{path}: {what}", [Diagnostic(str(exc), Location(path), expected="a log file")]) from None
 
 
 def import_file(path: str, stack: StackRef, overrides: Sequence[Override], known: dict[tuple[str, str], list[str]],

@@ -97,14 +97,15 @@ def to_record(run: ParsedRun, stack: StackRef, overrides: Mapping[str, Override]
     if run.figure_line:
         metrics["source"]["figure_line"] = run.figure_line
     if run.warnings:
-        metrics["warnings"] = list(run.warnings)
+        metrics["warnings"] = [redact_tree(w) for w in run.warnings]
     hardware = Hardware(gpu=" + ".join(dict.fromkeys(run.devices))) if run.devices else None
     figure = run.figure if run.failure is None and run.format != mllog.MLLOG else None
     return RunRecord(
-        id=new_id(), created=now_iso(), status="failed" if run.failure else "ok", failure=run.failure,
+        id=new_id(), created=now_iso(), status="failed" if run.failure else "ok", failure=redact_tree(run.failure),
         origin="import", stack=stack, settings=settings, runtime="imported", ranks=steady.annotate(run.ranks),
         hardware=hardware, command=redact_argv(list(run.command)), env=redact_env(dict(run.env)),
-        software=dict(run.software), metrics=metrics, reported_images_per_sec=figure, log_tail=run.tail)
+        software=dict(run.software), metrics=metrics, reported_images_per_sec=figure,
+        log_tail=redact_tree(run.tail))  # a log's NAME=value lines and secret-shaped text are not stored
 
 
 def import_stack(stack: str) -> StackRef:

@@ -1,0 +1,91 @@
+"""What counts as a secret, by name and by shape (pure; the rule docs/secrets.md states).
+
+The lowest layer of repro, beside repro.errors, so that even the input boundary (repro.inputs) can keep a
+value it refuses out of its error message. repro.results.redact applies the rule to trees, environments
+and command lines.
+
+A secret is replaced by `<redacted:XXXXXX>`, where XXXXXX is a short fingerprint (24 bits of a salted
+SHA-256): too short to confirm a guess of the secret, yet `repro compare` can say that a secret changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+# Words that make a name secret whatever its prefix: TF_VAR_db_password, TF_TOKEN_app_terraform_io, MYSQL_PWD.
+_STRONG = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|(?:^|[_-])PWD$|CREDENTIAL|PRIVATE[_-]?KEY|"
+                     r"API[_-]?KEY|ACCESS[_-]?KEY|AUTH[_-]?KEY|SESSION[_-]?KEY|WEBHOOK|(?:^|[_-])DSN$|"
+                     r"CONNECTION[_-]?STRING)", re.IGNORECASE)
+# Words that usually do (API_KEY, BASIC_AUTH, ...), except in the tuning variables of the stack's own libraries
+# (NCCL_IB_HCA, HOROVOD_..., TF_ENABLE_ONEDNN_OPTS carry no secret and are what a comparison must show).
+_WEAK = re.compile(r"(?:^|[_.-])(?:PASS|KEY|AUTH|COOKIE|PRIVATE|SIGNATURE|SIG)(?:$|[_.-])", re.IGNORECASE)
+_LIBRARY = re.compile(r"^(HOROVOD_|NCCL_|OMPI_|TF_(?!VAR_|TOKEN)|OMP_|KMP_|UCX_|PMIX_|SLURM_|CUDA_|NVIDIA_)",
+                      re.IGNORECASE)
+# A name that says where a secret is, not what it is: its value is a path (still redacted by shape).
+_LOCATION = re.compile(r"(_FILE|_PATH|_DIR|_FILES|_LOCATION)$", re.IGNORECASE)
+_NOT_SECRET = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY", "KEY", "KEYS"})
+
+# Value shapes. Credentials in a URL's userinfo (the password may hold '@': up to the last '@' before the host),
+# anywhere in a text, any scheme (git+https, mysql, redis, amqp, ...).
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,30}://)(?P<userinfo>[^/@\s:<>\"'`]+"
+                           r"(?::[^\s/<>\"'`]*)?|:[^\s/<>\"'`]+)@(?=[^\s@/]*(?:[\s/?#]|$))")
+# Tokens of well-known formats (GitHub, GitLab, AWS, Slack, Hugging Face, PyPI, OpenAI/Anthropic, Google,
+# npm, Docker Hub, Stripe, SendGrid, JWTs) and webhook URLs whose path is the secret (Slack, Discord).
+_TOKENS = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
+    r"|(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}|xox[abeoprs]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}"
+    r"|hf_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}|sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}"
+    r"|npm_[A-Za-z0-9]{36}|dckr_pat_[A-Za-z0-9_-]{20,}|(?:sk|rk)_live_[A-Za-z0-9]{20,}"
+    r"|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})")
+_WEBHOOK = re.compile(r"(?P<key>(?:hooks\.slack\.com/(?:services|workflows|triggers)|"
+                      r"(?:discord(?:app)?\.com)/api/webhooks)/)(?P<value>[A-Za-z0-9/_-]+)", re.IGNORECASE)
+_QUERY = re.compile(r"(?P<key>[?&;](?:access_token|token|api_key|apikey|key|password|passwd|secret|sig|signature|"
+                    r"x-amz-signature|x-amz-security-token|code|auth)=)(?P<value>[^&;#\s<>]+)", re.IGNORECASE)
+_BEARER = re.compile(r"(?P<key>\b(?:Bearer|Basic|token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{12,})")
+# NAME=value (or NAME: value) where NAME says secret, inside free text such as a log line or a shell command
+# (also "NAME": "value" in JSON, and export NAME='value' in a shell line)
+_ASSIGNMENT = re.compile(r"(?P<key>\b(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,127})[\"']?\s?[=:]\s?)"
+                         r"(?:(?P<q>[\"'])(?P<quoted>[^\"'\n]+)(?P=q)|(?P<value>[^\s\"',;&|}]+))")
+MARKER = re.compile(r"<redacted:[0-9a-f]{6}>")
+_SALT = b"repro-redacted:"
+
+
+def fingerprint(value: str) -> str:
+    """24 bits of a salted SHA-256: enough to tell two secrets apart, too little to confirm a guess."""
+    return hashlib.sha256(_SALT + value.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+
+
+def marker(value: str) -> str:
+    """What replaces a secret."""
+    return f"<redacted:{fingerprint(value)}>"
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable or key of this name holds a secret (by name alone)."""
+    if name.upper() in _NOT_SECRET or _LOCATION.search(name):
+        return False
+    if _STRONG.search(name):
+        return True
+    return bool(_WEAK.search(name)) and not _LIBRARY.search(name)
+
+
+def redact_text(text: str) -> str:
+    """Text with secrets of a known shape replaced: URL credentials, token formats, webhooks, query secrets,
+    bearers, and NAME=value where NAME says secret."""
+    if not text or MARKER.fullmatch(text):
+        return text
+    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{marker(m['userinfo'])}@", text)
+    text = _WEBHOOK.sub(lambda m: f"{m['key']}{marker(m['value'])}", text)
+    text = _TOKENS.sub(lambda m: marker(m.group(0)), text)
+    text = _QUERY.sub(lambda m: f"{m['key']}{marker(m['value'])}", text)
+    text = _BEARER.sub(lambda m: f"{m['key']}{marker(m['value'])}", text)
+    return _ASSIGNMENT.sub(_assignment, text)
+
+
+def _assignment(m: re.Match[str]) -> str:
+    value = m["quoted"] if m["q"] else m["value"]
+    if not is_secret_name(m["name"]) or MARKER.search(value):
+        return m.group(0)
+    return f"{m['key']}{m['q'] or ''}{marker(value)}{m['q'] or ''}"
