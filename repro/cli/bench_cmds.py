@@ -166,7 +166,7 @@ def _running_options(p: argparse.ArgumentParser) -> None:
     r.add_argument("--resume", action="store_true", help="run only what is missing or failed in this sweep")
     r.add_argument("--dry-run", action="store_true", help="print every command on every host; run nothing")
     r.add_argument("--store", default=None, type=path_argument,
-                   help="results directory (default: $REPRO_STORE or ./results)")
+                   help="results directory (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     r.add_argument("--format", choices=FORMATS.names(), default="table",
                    help=f"output format of the end-of-sweep table: {FORMATS.describe()} (default table)")
     r.add_argument("--plot", default=None, metavar="FILE", type=path_argument,

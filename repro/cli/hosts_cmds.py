@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-e", "--extra-var", action="append", metavar="KEY=VALUE", type=extra_var_argument,
                    help="a role variable for this run (repeatable), e.g. -e nvidia_manage=true")
     p.add_argument("--store", metavar="DIR", type=path_argument,
-                   help="results store (default $REPRO_STORE or ./results)")
+                   help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the ansible-playbook command and variables it would use; touch nothing")
     p.add_argument("-v", "--verbose", action="store_true", help="also show tasks skipped by their conditions")

@@ -17,7 +17,18 @@ from repro.inputs import path_argument
 def _store_option(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
     # on a subcommand, no default: a --store given before the subcommand's name stays
     p.add_argument("--store", metavar="DIR", default=argparse.SUPPRESS if subcommand else None, type=path_argument,
-                   help="results store (default: $REPRO_STORE or ./results)")
+                   help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
+
+
+def _subcommand_format(p: argparse.ArgumentParser, what: str) -> None:
+    """--format (and --json) on a results subcommand; a --format given before its name stays."""
+    from repro.formats import FORMATS
+
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--format", choices=FORMATS.names(), default=argparse.SUPPRESS,
+                     help=f"output format of {what}: {FORMATS.describe()} (default table)")
+    out.add_argument("--json", dest="format", action="store_const", const="json", default=argparse.SUPPRESS,
+                     help="same as --format json")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     show = rs.add_parser("show", help="one run in full", description="Print one stored run (id or unique prefix).")
     show.add_argument("id", metavar="ID", type=path_argument)
     _store_option(show, subcommand=True)
-    show.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the record as stored (JSON)")
+    _subcommand_format(show, "the run (table: text; json: the record as stored)")
     show.set_defaults(handler=cmd_show)
 
     sc = rs.add_parser("scaling", help="scaling table: speedup and efficiency per worker count",
@@ -62,6 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rm.add_argument("ids", nargs="+", metavar="ID")
     _store_option(rm, subcommand=True)
     rm.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    _subcommand_format(rm, "the runs removed")
     rm.set_defaults(handler=cmd_rm)
 
     pr = rs.add_parser("prune", help="remove failed, old, or one stack's runs",
@@ -78,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "truncated, invalid)")
     add_filter_options(pr, subcommand=True)
     pr.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    _subcommand_format(pr, "the runs removed")
     pr.set_defaults(handler=cmd_prune)
 
     imp = sub.add_parser(
@@ -172,6 +185,7 @@ def _listing(rows: list[dict], cells: list[tuple[str, ...]], fmt: str) -> str:
 def cmd_show(args: argparse.Namespace) -> int:
     import json
     import shlex
+    import sys
 
     import yaml
 
@@ -181,8 +195,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     record = with_figure(Store(args.store).get(args.id))  # the one images/sec, also for older records
     data = record.model_dump(mode="json")
-    if getattr(args, "json", False):  # `results --json` is `--format json` now; show keeps its own --json
+    if args.format == "json":  # the record as stored
         print(json.dumps(data, indent=2, sort_keys=True))
+        return 0
+    if args.format != "table":
+        from repro.cli.output import tree_text
+
+        sys.stdout.write(tree_text(data, args.format))
         return 0
     summary = _row(summarize("", record))
     for key in ("id", "created", "stack", "stack_hash", "origin", "status", "failure", "workload", "model", "batch",
@@ -274,18 +293,35 @@ def _print_result(result) -> None:
         print(f"  {result.file}: FAILED (see below)")
 
 
-def _removal(store, runs: list, files: list, dry_run: bool) -> int:
+def _removal(store, runs: list, files: list, dry_run: bool, fmt: str = "table") -> int:
+    import sys
+
+    from repro.formats import is_machine
+
     what = "would remove" if dry_run else "removed"
-    for s in runs:
-        print(f"{what} {s.id}  {s.stack}  {s.workload} {s.model or '-'} workers={s.workers}  {s.status}  "
-              f"{s.created}")
-    for b in files:
-        print(f"{what} {store.runs / b.path}  ({b.reason})")
+    if fmt != "table":
+        from repro.formats import Column, Document, Table, render
+
+        rows = [{"action": what, "id": s.id, "stack": s.stack, "workload": s.workload, "model": s.model,
+                 "workers": s.workers, "status": s.status, "created": s.created, "file": s.path} for s in runs]
+        rows += [{"action": what, "id": None, "stack": None, "workload": None, "model": None, "workers": None,
+                  "status": f"unreadable ({b.reason})", "created": None, "file": b.path} for b in files]
+        headers = ("action", "id", "stack", "workload", "model", "workers", "status", "created", "file")
+        cells = tuple(tuple("-" if r[h] is None else str(r[h]) for h in headers) for r in rows)
+        sys.stdout.write(render(Document((Table(tuple(Column(h, numeric=h == "workers") for h in headers), cells,
+                                                tuple(rows), name="removed"),)), fmt))
+    else:
+        for s in runs:
+            print(f"{what} {s.id}  {s.stack}  {s.workload} {s.model or '-'} workers={s.workers}  {s.status}  "
+                  f"{s.created}")
+        for b in files:
+            print(f"{what} {store.runs / b.path}  ({b.reason})")
     if not dry_run:
         store.remove([s.path for s in runs] + [b.path for b in files])
     counts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((len(runs), "run"),
                                                                      (len(files), "unreadable file")) if n]
-    print(f"{what} {' and '.join(counts)} from {store.root}" if counts else f"nothing to remove in {store.root}")
+    print(f"{what} {' and '.join(counts)} from {store.root}" if counts else f"nothing to remove in {store.root}",
+          file=sys.stderr if is_machine(fmt) else sys.stdout)
     return 0
 
 
@@ -297,7 +333,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
     by_path = {s.path: s for s in store.summaries(stack_hashes=sorted({p.split("/", 1)[0] for p in paths}))}
     broken = {b.path: b for b in store.broken()}
     return _removal(store, [by_path[p] for p in paths if p in by_path], [broken[p] for p in paths if p in broken],
-                    args.dry_run)
+                    args.dry_run, args.format)
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -320,7 +356,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     before = parse_cutoff(args.older_than, datetime.now(timezone.utc)) if args.older_than else None
     criteria = Criteria(failed=args.failed, before=before, stack_paths=stack_paths, unreadable=args.unreadable)
     runs, files = to_prune(store.summaries() if criteria.selects_runs else [], store.broken(), criteria)
-    return _removal(store, runs, files, args.dry_run)
+    return _removal(store, runs, files, args.dry_run, args.format)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -285,10 +285,13 @@ def _one_sided_table(c: Comparison, items: Sequence[OneSided], side: str) -> Tab
                  name=f"{side.lower()}_only")
 
 
-def document(c: Comparison) -> Document:
-    """The report: sides, hardware, what changed, one table per kind, summary, one-sided points."""
-    blocks: list[Block] = [Text((_side_line(c.old), _side_line(c.new), _hardware_line(c), *_changes_lines(c)),
-                                bullets=True)]
+def document(c: Comparison, *, quiet: bool = False) -> Document:
+    """The report: sides, hardware, what changed, one table per kind, summary, one-sided points.
+
+    quiet (-q): the tables, the summary and the regressions only (no sides, hardware or what changed).
+    """
+    blocks: list[Block] = [] if quiet else [Text((_side_line(c.old), _side_line(c.new), _hardware_line(c),
+                                                  *_changes_lines(c)), bullets=True)]
     for builder, present in ((_throughput_table, c.throughput), (_allreduce_table, c.allreduce),
                              (_tta_table, c.tta)):
         if present:
@@ -299,7 +302,7 @@ def document(c: Comparison) -> Document:
         blocks.append(Text(("No point was measured on both sides.",)))
     blocks += [_one_sided_table(c, items, side) for items, side in ((c.old_only, "OLD"), (c.new_only, "NEW"))
                if items]
-    tail = [f"Note: {n}" for n in c.notes]
+    tail = [] if quiet else [f"Note: {n}" for n in c.notes]
     if c.regressions:
         tail.append(f"Regressions: {len(c.regressions)} point(s) significantly slower beyond "
                     f"{c.options.threshold:.0%}")
@@ -368,6 +371,6 @@ def to_dict(c: Comparison) -> dict[str, Any]:
     return formats.clean(data)
 
 
-def render(c: Comparison, fmt: str = "table") -> str:
-    """The comparison in one of the registered formats (repro.formats.FORMATS)."""
-    return formats.render(document(c), fmt)
+def render(c: Comparison, fmt: str = "table", *, quiet: bool = False) -> str:
+    """The comparison in one of the registered formats (repro.formats.FORMATS); quiet: see `document`."""
+    return formats.render(document(c, quiet=quiet), fmt)

@@ -48,7 +48,7 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
     inventory = load_inventory(inventory_path)
     store = Store(store_root)
     lock = store.lock(stack.hash) if stack and not dry_run else None
-    run = hosts_prepare.plan(inventory_path, stack=stack, lock=lock, tags=tags, check=check, check_only=check_only,
+    run = hosts_prepare.plan(inventory.path, stack=stack, lock=lock, tags=tags, check=check, check_only=check_only,
                              limit=limit, extra_vars=extra_vars)
     if dry_run:
         return PrepareResult(run, inventory, None)
