@@ -11,7 +11,7 @@ from repro.cli.compare_cmds import (
     add_window_options,
     filters_from,
 )
-from repro.inputs import path_argument
+from repro.inputs import finite_number, path_argument
 
 
 def _store_option(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
@@ -54,17 +54,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     _subcommand_format(show, "the run (table: text; json: the record as stored)")
     show.set_defaults(handler=cmd_show)
 
-    sc = rs.add_parser("scaling", help="scaling table: speedup and efficiency per worker count",
-                       description="The scaling table of the selected runs (all stored runs without SELECTOR): "
-                       "workers, images/sec, per worker, speedup and efficiency against the 1-worker point of the "
-                       "same series, and across-node efficiency where points span hosts.")
+    sc = rs.add_parser("scaling", aliases=["table"],
+                       help="the tables of stored runs: scaling, all-reduce (nccl-tests style), time to accuracy",
+                       description="The tables `repro bench` prints at the end of a sweep, from the store, for the "
+                       "selected runs (all stored runs without SELECTOR), one per kind of result: the scaling table "
+                       "(workers, images/sec, per worker, speedup and efficiency against the 1-worker point of the "
+                       "same series, across-node efficiency where points span hosts); the all-reduce table per "
+                       "point (time, algbw, busbw and #wrong per message size for Horovod and the raw path, as "
+                       "nccl-tests prints them, with the average bus bandwidth); the time-to-accuracy table (a row "
+                       "per run and the mean of each point's runs).")
     sc.add_argument("selectors", nargs="*", metavar="SELECTOR", type=path_argument, help=SELECTORS_HELP)
     _store_option(sc, subcommand=True)
     add_filter_options(sc, subcommand=True)
     add_format_option(sc, subcommand=True)
+    sc.add_argument("--kind", choices=("throughput", "allreduce", "tta"), default=None,
+                    help="only this kind of result (default: every kind among the selected runs)")
     sc.add_argument("--plot", metavar="FILE", type=path_argument,
-                    help="also write a figure (.png or .svg; checked before any work): images/sec per worker count, "
-                    "stacks side by side with error bars and value labels, and speedup against the ideal line")
+                    help="also write a figure (.png or .svg; checked before any work) of one kind: images/sec per "
+                    "worker count with error bars and speedup against the ideal line; all-reduce latency and bus "
+                    "bandwidth per size for both paths; accuracy against time")
+    sc.add_argument("--link-gbps", type=finite_number, default=None, metavar="GBIT/S",
+                    help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
     add_window_options(sc)
     sc.set_defaults(handler=cmd_scaling)
 
@@ -138,11 +148,29 @@ def _row(summary) -> dict:
             "status": summary.status, "images_per_sec": summary.images_per_sec, "failure": summary.failure}
 
 
-def _cells(s) -> tuple[str, ...]:
-    """One run's row of the `repro results` table."""
+def _cells(s, figure: tuple[float | None, str] | None = None) -> tuple[str, ...]:
+    """One run's row of the `repro results` table; `figure`: the run's figure and unit when the listing holds
+    other kinds of result than images/sec."""
+    if figure is None:
+        shown = "-" if s.images_per_sec is None else f"{s.images_per_sec:,.2f}"
+    else:
+        value, unit = figure
+        shown = "-" if value is None else f"{value:,.2f} {unit}"
     return (s.id, s.created, s.stack, s.workload, s.model or "-", str(s.workers), str(s.hosts),
-            s.status if s.origin == "bench" else f"{s.status} ({s.origin})",
-            "-" if s.images_per_sec is None else f"{s.images_per_sec:,.2f}")
+            s.status if s.origin == "bench" else f"{s.status} ({s.origin})", shown)
+
+
+def _figures(store, summaries: list) -> dict[str, tuple[float | None, str]]:
+    """The figure of every run that is not a throughput run (all-reduce, time to accuracy), by id: only those
+    records are read; {} when every run measures images/sec."""
+    from repro.workloads.catalog import kind_of
+
+    other = [s for s in summaries if kind_of(s.workload) != "throughput"]
+    if not other:
+        return {}
+    from repro.results.summary import headline
+
+    return {r.id: headline(r) for r in store.read_all(other)}
 
 
 def _list_rows(store, args: argparse.Namespace) -> list:
@@ -169,16 +197,24 @@ def cmd_results(args: argparse.Namespace) -> int:
     if not summaries and args.format == "table":
         print(f"no runs in {store.root}")
         return 0
-    sys.stdout.write(_listing([_row(s) for s in summaries], [_cells(s) for s in summaries], args.format))
+    figures = _figures(store, summaries)
+    rows = [_row(s) for s in summaries]
+    if figures:
+        for row, s in zip(rows, summaries, strict=True):
+            value, unit = figures.get(s.id) or (s.images_per_sec, "images/sec")
+            row |= {"figure": value, "unit": unit}
+    cells = [_cells(s, (figures.get(s.id) or (s.images_per_sec, "images/sec")) if figures else None)
+             for s in summaries]
+    sys.stdout.write(_listing(rows, cells, args.format, "figure" if figures else "images/sec"))
     return 0
 
 
-def _listing(rows: list[dict], cells: list[tuple[str, ...]], fmt: str) -> str:
+def _listing(rows: list[dict], cells: list[tuple[str, ...]], fmt: str, figure: str = "images/sec") -> str:
     """The `repro results` listing in a registered format (json and csv: the rows' raw values)."""
     from repro.formats import Column, Document, Table, render
 
-    headers = ("id", "created", "stack", "workload", "model", "workers", "hosts", "status", "images/sec")
-    columns = tuple(Column(h, numeric=h in ("workers", "hosts", "images/sec")) for h in headers)
+    headers = ("id", "created", "stack", "workload", "model", "workers", "hosts", "status", figure)
+    columns = tuple(Column(h, numeric=h in ("workers", "hosts", figure)) for h in headers)
     return render(Document((Table(columns, tuple(cells), tuple(rows), name="runs"),), data=rows), fmt)
 
 
@@ -234,33 +270,40 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
-    from repro.errors import ResultsError
-    from repro.results import metrics
-    from repro.results.report import scaling_table
+    from repro.errors import InputError, ResultsError
+    from repro.formats import render
     from repro.results.select import records_of, select
     from repro.results.store import Store
+    from repro.results.summary import by_kind, results_document
     from repro.workloads.catalog import kind_of
 
     if args.plot:
         from repro.results.plots import check_target
 
         check_target(args.plot)  # before any work
+    if args.link_gbps is not None and args.link_gbps <= 0:
+        raise InputError(f"--link-gbps: expected a positive number, found {args.link_gbps:g}")
     store = Store(args.store)
     filters = filters_from(args)
+    wanted = (lambda kind: kind == args.kind) if args.kind else (lambda kind: True)
     if args.selectors:
         records = records_of([select(s, store, filters) for s in args.selectors])
-    else:  # only the throughput runs are parsed
-        records = store.read_all(s for s in store.summaries() if filters.matches(s)
-                                 and kind_of(s.workload) == "throughput")
-    records = [r for r in records if kind_of(r.settings.workload) == "throughput"]
+    else:  # only the runs of the kinds asked for are parsed
+        records = store.read_all(s for s in store.summaries() if filters.matches(s) and wanted(kind_of(s.workload)))
+    records = [r for r in records if wanted(kind_of(r.settings.workload))]
     if not records:
-        raise ResultsError(f"no throughput runs to tabulate in {store.root}")
-    rows = metrics.scaling(metrics.points(records, warmup=args.warmup), baseline_workers=args.baseline_workers)
-    sys.stdout.write(scaling_table(rows, args.format))
+        raise ResultsError(f"no {args.kind + ' ' if args.kind else ''}runs to tabulate in {store.root}")
+    kinds = by_kind(records)
+    if args.plot and len(kinds) > 1:
+        raise InputError(f"--plot draws one kind of result; the selected runs hold {', '.join(kinds)}",
+                         hint=f"add --kind {next(iter(kinds))} (or another of them)")
+    options = {"warmup": args.warmup, "baseline_workers": args.baseline_workers, "link": args.link_gbps}
+    sys.stdout.write(render(results_document(records, **options), args.format))
     if args.plot:
-        from repro.results.figures import plot_scaling
+        from repro.results.figures import plot_records
 
-        print(f"plot written to {plot_scaling(rows, args.plot)}", file=sys.stderr)
+        ok = [r for r in records if r.status == "ok"] or records
+        print(f"plot written to {plot_records(ok, args.plot, **options)}", file=sys.stderr)
     return 0
 
 
