@@ -216,27 +216,33 @@ def _allreduce_table(c: Comparison) -> Table:
     rows = sorted(c.allreduce, key=lambda r: (PATHS.index(r.path) if r.path in PATHS else 9, r.key, r.dtype,
                                               r.bytes))
     dtypes = len({r.dtype for r in rows}) > 1
+    conf = f"{c.options.confidence:.0%}"
     columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("path"),
                *([Column("dtype")] if dtypes else []),
                *(Column(h, numeric=True) for h in ("size (B)", "time OLD (us)", "time NEW (us)", "time NEW/OLD",
-                                                   "busbw OLD", "busbw NEW", "bw NEW/OLD", "interval")),
+                                                   "busbw OLD", "busbw NEW", "busbw NEW/OLD", f"{conf} interval")),
                Column("verdict")]
     cells = [(*_key_cells(r.key, cols), PATH_LABEL.get(r.path, r.path), *([r.dtype] if dtypes else []),
-              f"{r.bytes:,}", _us(r.old.latency_median), _us(r.new.latency_median), _ratio(r.latency_ratio),
-              _num(r.old.busbw_median / 1e9 if r.old.busbw_median is not None else None, 2),
-              _num(r.new.busbw_median / 1e9 if r.new.busbw_median is not None else None, 2),
+              f"{r.bytes:,}", _us(r.old.time_s), _us(r.new.time_s), _ratio(r.time_ratio),
+              _num(r.old.busbw / 1e9 if r.old.busbw is not None else None, 2),
+              _num(r.new.busbw / 1e9 if r.new.busbw is not None else None, 2),
               _ratio(r.bandwidth.ratio), _interval(r.bandwidth),
               verdict_text(r.bandwidth, better="more bandwidth", worse="less bandwidth")) for r in rows]
     constants = _constants(c, rows, cols)
     dtype = f"dtype {rows[0].dtype}" if rows and not dtypes and "dtypes " not in constants else ""
-    caption = [" · ".join(x for x in (constants, dtype) if x),
+    runs = sorted({(r.old.runs, r.new.runs) for r in rows})
+    said_runs = (f"{runs[0][0]} run{'s' if runs[0][0] != 1 else ''} OLD, {runs[0][1]} NEW" if len(runs) == 1
+                 else "runs per side vary by size")
+    caption = [" · ".join(x for x in (constants, dtype, said_runs) if x),
                *(x for x in (_backends(rows, p) for p in PATHS) if x),
-               "time: median latency of one all-reduce (us); busbw: bus bandwidth in GB/s (1e9 bytes/s, nccl-tests' "
-               "definition: size / time x 2(n-1)/n)",
-               f"bw NEW/OLD: bandwidth ratio with its {c.options.confidence:.0%} interval over runs; {_criterion(c)}"]
+               "time: one all-reduce, geometric mean over runs of each run's mean latency (us); busbw: size / time x "
+               "2(n-1)/n in GB/s (1e9 bytes/s, nccl-tests' definition)",
+               "busbw NEW/OLD: ratio of the bus bandwidths = OLD time / NEW time (time NEW/OLD is its inverse); "
+               f"interval: {conf}, Welch's t on log figures of runs (paired t for interleaved runs), none below 2 "
+               f"runs a side; {_criterion(c)}"]
     return Table(tuple(columns), tuple(cells), tuple({"kind": "allreduce", **dict(r.key), **allreduce_dict(r)}
                                                      for r in rows),
-                 title="All-reduce: bandwidth NEW/OLD", caption=tuple(x for x in caption if x), name="allreduce")
+                 title="All-reduce: bus bandwidth NEW/OLD", caption=tuple(x for x in caption if x), name="allreduce")
 
 
 def _tta_table(c: Comparison) -> Table:
