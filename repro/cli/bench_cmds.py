@@ -197,6 +197,9 @@ def _running_options(p: argparse.ArgumentParser) -> None:
 class QuietProgress:
     """-q: only what went wrong (failed points, warnings, clean-up left to do); results print at the end."""
 
+    def status(self, text: str) -> None:
+        pass
+
     def message(self, text: str) -> None:
         import sys
 
@@ -267,12 +270,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     spec, opts = sweep_spec(args), options(args)  # every flag checked before anything is read or started
     stacks = list(dict.fromkeys(args.stack))
-    loaded = [load_stack(s) for s in stacks]
-    inventory = load_inventory(args.hosts)
-    store = Store(args.store)
     live = LiveProgress() if sys.stderr.isatty() and not (args.dry_run or args.quiet) else None
     progress = live or (QuietProgress() if args.quiet else None)
     with live or contextlib.nullcontext():
+        if live is not None:  # from the first second: say what is happening
+            live.status(f"reading stack {', '.join(stacks)} and inventory {args.hosts}")
+        loaded = [load_stack(s) for s in stacks]
+        inventory = load_inventory(args.hosts)
+        store = Store(args.store)
         result = bench(loaded if len(loaded) > 1 else loaded[0], inventory, spec, opts, store, progress)
     if args.dry_run:
         for plan in result.plans:

@@ -11,6 +11,7 @@ repeats) of the same sweep that are missing or failed.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -35,6 +36,7 @@ from repro.results.provenance import HostFacts, ImageLock
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.redact import redact_tree
 from repro.results.store import Store, inventory_key
+from repro.workloads._common import step_of
 
 INTERRUPTED = "interrupted (Ctrl-C, or the terminal or a service manager stopped repro)"
 PROBE_AFTER_FAILURE_S = 5.0
@@ -70,13 +72,28 @@ class BenchResult:
         return [r for r in self.records if r.status != "ok"]
 
 
+STEP_LINE_EVERY_S = 10.0  # a training step's progress line in a log: one per this many seconds (and the last)
+
+
 class LineProgress:
     """Progress as plain lines on stderr (logs, CI); the CLI shows a live bar on terminals instead."""
 
-    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+    def __init__(self, write: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic
+                 ) -> None:
         self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.clock = clock
+        self.step_shown = -STEP_LINE_EVERY_S
+
+    def status(self, text: str) -> None:
+        """What is happening before the points run (checking hosts, probing their software)."""
+        self.write(text)
 
     def message(self, text: str) -> None:
+        step = step_of(text)
+        if step is not None and step[2] and step[0] < step[1]:  # training steps: a line every few seconds
+            if self.clock() - self.step_shown < STEP_LINE_EVERY_S:
+                return
+            self.step_shown = self.clock()
         self.write(text)
 
     def running(self, n: int, total: int, label: str, where: str) -> None:
@@ -209,14 +226,25 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
                              launcher=sw.launcher(options, sw.points[0]), progress=progress.message)
             sw = replace(sw, facts=store.facts(inventory))
         else:
+            names = ", ".join(h.name for h in hosts)
             if not runs:  # the same hosts for every stack: checked once
+                progress.status(f"checking SSH to {names}")
                 check_hosts(hosts)
             removed = runtime.cleanup_stale(hosts)
             if removed:
                 progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
+            progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime)}")
             report = runtime.prepare(hosts, backend=backend)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
     return _run_sweeps(runs, options, progress)
+
+
+def _preparing(runtime: Runtime) -> str:
+    """What the runtime's prepare() does, in its own words (the first sentence of its docstring), for the line a
+    sweep shows while it waits for it (the host runtime's software probe takes up to a minute)."""
+    doc = " ".join((type(runtime).prepare.__doc__ or "").split())
+    sentence = doc.split(". ")[0].split("; ")[0].rstrip(".")
+    return (sentence[:1].lower() + sentence[1:]) if sentence else "checking what it needs on the hosts"
 
 
 def check_hosts(hosts: list[Host]) -> None:
