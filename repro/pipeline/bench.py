@@ -367,8 +367,9 @@ def _describe(point: Settings, repeat: int, repeats: int) -> str:
     batch = f" batch/worker={point.batch_per_worker}" if point.batch_per_worker else ""
     extra = f" backend={point.backend}" if point.workload == "allreduce" else ""
     xla = " xla" if point.xla else ""
+    threads = f" threads={point.threads}" if point.threads else ""
     rep = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
-    return f"{what} workers={point.workers}{batch}{xla}{extra}{rep}"
+    return f"{what} workers={point.workers}{batch}{threads}{xla}{extra}{rep}"
 
 
 def _summary(rec: RunRecord) -> str:
