@@ -255,7 +255,7 @@ def options(args: argparse.Namespace):
             "repro_slurm_time": args.time_limit, "repro_slurm_extra": tuple(args.sbatch or ()),
             "repro_slurm_mpi": args.slurm_mpi}
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
-                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run,
+                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run, warmup=args.warmup,
                         site={k: v for k, v in site.items() if v not in (None, ())})
 
 

@@ -54,6 +54,7 @@ class BenchOptions:
     timeout: float = 1800.0
     resume: bool = False
     dry_run: bool = False
+    warmup: str = steady.FIXED  # which steps the figures use (fixed or auto): what the warm-up warnings speak of
     site: dict[str, Any] = field(default_factory=dict)  # batch site settings given as flags, by inventory variable
 
 
@@ -296,6 +297,15 @@ class _Run:
                                 returncode=outcome.returncode, failure=outcome.failure, unreachable=unreachable,
                                 launcher=plan.launcher_name)
 
+    def warnings(self, rec: RunRecord) -> tuple[str, ...]:
+        """The warm-up warnings of a successful throughput run, for the steps its figures use (--warmup); none for
+        other kinds (an all-reduce or time-to-accuracy run has no steady state of step times to reach)."""
+        from repro.workloads.catalog import kind_of
+
+        if rec.status != "ok" or kind_of(rec.settings.workload) != "throughput":
+            return ()
+        return steady.warnings(rec, self.options.warmup)
+
     def point(self, point: Settings, repeat: int, label: str, n: int, total: int, *, pair: str | None = None) -> None:
         """Plan, run, collect and store one repeat of one point (Ctrl-C: stored as interrupted, then raised)."""
         placement = self.sweep.placements[point.workers]
@@ -331,7 +341,7 @@ class _Run:
             self.progress.message(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} "
                                   "(unreachable); the next run removes what is left there")
         self.progress.finished(n, total, label, _summary(rec))
-        for warning in steady.warnings(rec) if rec.status == "ok" else ():
+        for warning in self.warnings(rec):
             self.progress.message(f"    warning: {warning}")
         if rec.status != "ok" and rec.log_tail:
             last = rec.log_tail.splitlines()[-FAILURE_LINES:]
