@@ -235,7 +235,7 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
             if removed:
                 progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
             progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime)}")
-            report = runtime.prepare(hosts, backend=backend)
+            report = runtime.prepare(hosts, backend=backend, progress=progress.message)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
     return _run_sweeps(runs, options, progress)
 

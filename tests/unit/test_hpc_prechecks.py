@@ -36,3 +36,22 @@ def test_an_image_file_without_the_program_is_refused_before_submitting(tmp_path
     with pytest.raises(LaunchError) as exc:  # both missing: both said
         runtime(stack, lock).prepare([node], "mpi", via=Remote)
     assert runtime.binary in exc.value.message and "is not there" in exc.value.message
+
+
+def test_a_long_conversion_shows_its_output_as_it_comes():
+    """ch-convert's lines reach the progress while it runs (a TensorFlow image takes minutes), not at the end."""
+    import sys
+    import time
+
+    from repro.launch.runtimes.charliecloud import run_streaming
+
+    seen: list[tuple[float, str]] = []
+    script = ("import time\nfor i in range(3):\n    print(f'layer {i}', flush=True)\n    time.sleep(0.3)\n"
+              "raise SystemExit(3)")
+    began = time.monotonic()
+    code, tail = run_streaming([sys.executable, "-c", script], {}, 30, lambda line: seen.append(
+        (time.monotonic() - began, line)))
+    assert code == 3 and [text for _, text in seen] == ["layer 0", "layer 1", "layer 2"] and "layer 2" in tail
+    assert seen[0][0] < seen[-1][0] - 0.3  # the first line came before the program ended
+    code, _ = run_streaming([sys.executable, "-c", "import time; time.sleep(30)"], {}, 0.5, seen.append)
+    assert code == -9  # killed at the time limit

@@ -59,7 +59,8 @@ class _ImageFile:
     def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
         raise LaunchError(f"the {cls.name} runtime runs inside batch jobs only", hint="use --scheduler slurm")
 
-    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None) -> RuntimeReport:
+    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None,
+                progress: Callable[[str], None] | None = None) -> RuntimeReport:
         """The runtime's program must be on every node's PATH and the image file readable there (through srun)."""
         missing, absent = [], []
         for host in hosts if via is not None else ():
