@@ -169,9 +169,9 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
         if image is not None:
             ref = image.tag
         elif options.dry_run:
-            from repro.image.build import plan_build
+            from repro.image.build import default_options, plan_build
 
-            ref = plan_build(loaded, check_inputs=False).tag  # what `repro up` would build
+            ref = plan_build(loaded, default_options(), check_inputs=False).tag  # what `repro up` would build
         else:
             from repro.image.lock import read_lock
 
