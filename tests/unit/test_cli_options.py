@@ -133,3 +133,10 @@ def test_inventories_are_named_from_the_checkout_and_from_repro_inventories(tmp_
     with pytest.raises(InventoryError) as exc:
         load_inventory("lbb")
     assert "did you mean lab" in exc.value.render()
+
+
+def test_compare_help_names_the_method_it_uses(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Welch's t" in text and "paired t" in text and "bootstrap" not in text
