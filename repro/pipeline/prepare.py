@@ -72,7 +72,9 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
     facts = hosts_prepare.gathered_facts(outcome, inventory)
     paths = {host: store.put_facts(inventory, host, f) for host, f in facts.items()}
     missing = hosts_prepare.missing_facts(outcome, inventory, facts, limit)
-    software = host_software([h for h in inventory.hosts if h.name in facts]) if runtime == "host" else None
+    # the host runtime's probe imports TensorFlow on every host (up to a minute): for --check-only, which asks
+    software = host_software([h for h in inventory.hosts if h.name in facts]) if runtime == "host" and check_only \
+        else None
     readiness = evaluate(facts, stack.stack if stack else None, inventory, missing, runtime=runtime,
                          software=software)
     return PrepareResult(run, inventory, outcome, facts, paths, readiness, runs / ident, runtime)
