@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(name).register(sub)
     for command in sub.choices.values():
         _common_options(command)
+        for nested in (a for a in command._actions if isinstance(a, argparse._SubParsersAction)):
+            for subcommand in dict.fromkeys(nested.choices.values()):  # an alias names the same parser
+                _common_options(subcommand)  # `repro results show ID -q` as well
     return parser
 
 

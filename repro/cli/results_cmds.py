@@ -68,7 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_filter_options(sc, subcommand=True)
     add_format_option(sc, subcommand=True)
     sc.add_argument("--kind", choices=("throughput", "allreduce", "tta"), default=None,
-                    help="only this kind of result (default: every kind among the selected runs)")
+                    help="only this kind of result (default: `table` every kind among the selected runs; `scaling` "
+                    "the throughput runs, or every kind where the selection holds none)")
     sc.add_argument("--plot", metavar="FILE", type=path_argument,
                     help="also write a figure (.png or .svg; checked before any work) of one kind: images/sec per "
                     "worker count with error bars and speedup against the ideal line; all-reduce latency and bus "
@@ -291,6 +292,8 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     else:  # only the runs of the kinds asked for are parsed
         records = store.read_all(s for s in store.summaries() if filters.matches(s) and wanted(kind_of(s.workload)))
     records = [r for r in records if wanted(kind_of(r.settings.workload))]
+    if args.results_command == "scaling" and not args.kind:  # the scaling table, as before `table` existed
+        records = [r for r in records if kind_of(r.settings.workload) == "throughput"] or records
     if not records:
         raise ResultsError(f"no {args.kind + ' ' if args.kind else ''}runs to tabulate in {store.root}")
     kinds = by_kind(records)

@@ -112,3 +112,16 @@ def test_every_kind_plots_again(capsys, store, tmp_path, kind):
 def test_a_plot_of_several_kinds_asks_for_one(capsys, store, tmp_path):
     code, _, err = run(capsys, "results", "table", "--store", store, "--plot", str(tmp_path / "x.png"))
     assert code == 2 and "--kind" in err
+
+
+def test_scaling_keeps_to_throughput_runs_but_no_longer_refuses_the_others(capsys, tmp_path):
+    only = Store(tmp_path / "allreduce-only")
+    only.put(load(ALLREDUCE))
+    code, out, err = run(capsys, "results", "scaling", "--store", str(only.root))
+    assert code == 0 and "All-reduce" in out, err  # it used to say: no throughput runs to tabulate
+
+
+def test_scaling_of_a_mixed_store_is_the_scaling_table(capsys, store):
+    code, out, _ = run(capsys, "results", "scaling", "--store", store, "--format", "json")
+    rows = json.loads(out)
+    assert code == 0 and isinstance(rows, list) and {r["workload"] for r in rows} == {"cnn"}

@@ -102,6 +102,11 @@ def test_a_wrong_docker_templates_directory_is_an_input_error(site, monkeypatch,
     monkeypatch.setenv("REPRO_DOCKER_TEMPLATES", str(site / "nowhere"))
     with pytest.raises(InputError, match=r"\$REPRO_DOCKER_TEMPLATES: .*nowhere is not a directory"):
         data_dir("docker")
+    from repro.image import cuda_base
+
+    cuda_base.facts.cache_clear()  # read once per process: a fresh process reads the directory set here
     code = main(["render", "tf114-cuda10"])  # an end-of-life CUDA base: its recipe is a template
     err = capsys.readouterr().err
     assert code == 2 and "REPRO_DOCKER_TEMPLATES" in err and "internal error" not in err
+    monkeypatch.delenv("REPRO_DOCKER_TEMPLATES")
+    cuda_base.facts.cache_clear()  # nothing wrong left cached for the tests after this one
