@@ -3,8 +3,10 @@
 In a checkout they are the top-level directories `docker/`, `playbooks/`, `stacks/`, `inventories/`. An
 installed wheel carries the same directories as the packages `repro._data.<name>` (pyproject.toml maps
 them), found through the import system (importlib). A site overrides any of them with an environment variable
-(`REPRO_DOCKER_TEMPLATES`, `REPRO_PLAYBOOKS`, `REPRO_STACKS`, `REPRO_INVENTORIES`) or the same keys in a
-config file (`repro.toml` in the working directory, else `$XDG_CONFIG_HOME/repro/config.toml`):
+(`REPRO_DOCKER_TEMPLATES`, `REPRO_PLAYBOOKS`, `REPRO_STACKS`, `REPRO_INVENTORIES`; `REPRO_STORE` for the
+results store) or the same keys in a config file: `repro.toml` in the working directory, then
+`$XDG_CONFIG_HOME/repro/config.toml` (~/.config/repro/config.toml); the first place that sets a key wins, a
+relative directory is relative to the file that names it, and an unknown key is an error naming file and line:
 
     [site]
     playbooks = "/srv/repro/playbooks"
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -32,44 +35,126 @@ NAMES = {"docker": "REPRO_DOCKER_TEMPLATES", "playbooks": "REPRO_PLAYBOOKS", "st
          "inventories": "REPRO_INVENTORIES"}
 CONFIG_KEYS = {"docker": "docker_templates", "playbooks": "playbooks", "stacks": "stacks",
                "inventories": "inventories", "store": "store"}
+# every [site] key and the environment variable that overrides it (the README lists the same)
+SITE_KEYS = {"store": "REPRO_STORE", "playbooks": "REPRO_PLAYBOOKS", "stacks": "REPRO_STACKS",
+             "inventories": "REPRO_INVENTORIES", "docker_templates": "REPRO_DOCKER_TEMPLATES"}
 _CHECKOUT = Path(__file__).resolve().parent.parent
 
 
-def config_file() -> Path | None:
-    """The site configuration in use: ./repro.toml, else $XDG_CONFIG_HOME/repro/config.toml, else none."""
-    here = Path("repro.toml")
-    if here.is_file():
-        return here
+def config_files() -> list[Path]:
+    """The site configuration files in use, first match wins per key: ./repro.toml, then
+    $XDG_CONFIG_HOME/repro/config.toml (~/.config/repro/config.toml)."""
     home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "repro" / "config.toml"
-    return home if home.is_file() else None
+    return [p for p in (Path("repro.toml"), home) if p.is_file()]
 
 
-@cache
-def _site(path: str | None) -> dict[str, Any]:
-    if path is None:
-        return {}
-    try:
-        data = tomllib.loads(read_file(path).decode("utf-8"))
-    except (FileProblem, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"{path}: unreadable repro configuration ({exc})") from None
+def config_file() -> Path | None:
+    """The first site configuration file in use (./repro.toml, else the user's), or None."""
+    found = config_files()
+    return found[0] if found else None
+
+
+def _line_of(text: str, key: str, table: str | None) -> int:
+    """The line that sets `key` (in [table], or at the top level), 1-based; 1 when it cannot be told."""
+    current = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        header = re.match(r"\[\s*([^\]]+?)\s*\]", stripped)
+        if header:
+            current = header.group(1).strip().strip('"')
+            if table is None and current.split(".")[0] == key:
+                return number
+            continue
+        name = re.match(r'["\']?([A-Za-z0-9_.-]+)["\']?\s*=', stripped)
+        if name and current == table and name.group(1).split(".")[0] == key:
+            return number
+    return 1
+
+
+def _check(path: Path, text: str, data: dict[str, Any]) -> dict[str, str]:
+    """The [site] table, every key known and every value text; InputError naming file and line otherwise."""
+    known = ", ".join(SITE_KEYS)
+    for key in data:
+        if key != "site":
+            where = f"{path}:{_line_of(text, key, None)}"
+            raise InputError(f"{where}: unknown setting '{key}' in the repro configuration; it takes one table, "
+                             f"[site], with {known}")
     site = data.get("site", {})
-    if not isinstance(site, dict) or any(k not in CONFIG_KEYS.values() or not isinstance(v, str)
-                                         for k, v in site.items()):
-        raise InputError(f"{path}: [site] takes text values for {', '.join(CONFIG_KEYS.values())}")
+    if not isinstance(site, dict):
+        raise InputError(f"{path}:{_line_of(text, 'site', None)}: 'site' must be a table ([site]) with {known}")
+    for key, value in site.items():
+        where = f"{path}:{_line_of(text, key, 'site')}"
+        if key not in SITE_KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(key, list(SITE_KEYS), n=1)
+            raise InputError(f"{where}: unknown key '{key}' in [site]" + (f" (did you mean '{close[0]}'?)"
+                                                                         if close else ""),
+                             hint=f"[site] takes {known}")
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"{where}: [site] {key} must be a non-empty text (a directory), found {value!r}")
     return site
 
 
+@cache
+def _site(path: str, stamp: tuple[int, int]) -> dict[str, str]:
+    """A configuration file's [site] values, relative directories resolved against the file's own."""
+    try:
+        text = read_file(path).decode("utf-8")  # bounded: a FIFO or a device is refused, never read for ever
+        data = tomllib.loads(text)
+    except (FileProblem, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"{path}: unreadable repro configuration ({exc})") from None
+    base = Path(path).parent
+    return {k: str(base / Path(v).expanduser()) for k, v in _check(Path(path), text, data).items()}
+
+
+def _file_settings(path: Path) -> dict[str, str]:
+    st = path.stat()
+    return _site(str(path), (st.st_mtime_ns, st.st_size))
+
+
 def site_setting(key: str) -> str | None:
-    """A [site] value of the configuration file, or None."""
-    found = config_file()
-    return _site(str(found) if found else None).get(key)
+    """A [site] value of the configuration files (./repro.toml first, then the user's), or None."""
+    for path in config_files():
+        value = _file_settings(path).get(key)
+        if value:
+            return value
+    return None
+
+
+def check_config() -> None:
+    """Read every configuration file in use: an unknown key or a bad value is an InputError naming file and line."""
+    for path in config_files():
+        _file_settings(path)
+
+
+def setting(key: str) -> tuple[str, str] | None:
+    """(value, where it came from) of a site setting: its environment variable, else the configuration files."""
+    env = SITE_KEYS[key]
+    if os.environ.get(env):
+        return os.environ[env], f"${env}"
+    for path in config_files():
+        value = _file_settings(path).get(key)
+        if value:
+            return value, f"{path} [site] {key}"
+    return None
+
+
+def store_root(default: str) -> Path:
+    """The results store: $REPRO_STORE, else [site] store of the configuration, else `default`."""
+    found = setting("store")
+    return Path(found[0]).expanduser() if found else Path(default)
 
 
 def data_dir(name: str) -> Path:
     """The directory of one of repro's data sets (docker, playbooks, stacks, inventories), as a real path."""
-    override = os.environ.get(NAMES[name]) or site_setting(CONFIG_KEYS[name])
-    if override:
-        return Path(override).expanduser()
+    found = setting(CONFIG_KEYS[name])
+    if found:
+        path = Path(found[0]).expanduser()
+        if not path.is_dir():
+            raise InputError(f"{found[1]}: {found[0]} is not a directory",
+                             hint=f"point it at a copy of repro's {name} directory, or unset it")
+        return path
     checkout = _CHECKOUT / name
     if checkout.is_dir():
         return checkout
@@ -80,6 +165,30 @@ def data_dir(name: str) -> Path:
         raise BackendUnavailable(f"repro's {name} directory is missing from this installation",
                                  hint=f"reinstall repro, or point {NAMES[name]} at a copy of it")
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def locate_inventory(text: str | Path) -> Path:
+    """An inventory by path, or by name: NAME in ./inventories, then among the site's or repro's shipped
+    inventories ($REPRO_INVENTORIES, [site] inventories, else the ones repro ships: `--hosts c4140`)."""
+    path = Path(text)
+    if path.exists():
+        return path
+    parts = path.parts
+    name = parts[-1] if len(parts) == 1 or (len(parts) == 2 and parts[0] == "inventories") else None
+    if name and name not in (".", ".."):
+        for folder in (Path("inventories"), data_dir("inventories")):
+            if (folder / name).exists():
+                return folder / name
+    return path
+
+
+def inventory_names() -> list[str]:
+    """The inventories that can be named: those in ./inventories and the site's or repro's shipped ones."""
+    names: set[str] = set()
+    for folder in (Path("inventories"), data_dir("inventories")):
+        if folder.is_dir():
+            names |= {p.name for p in folder.iterdir() if not p.name.startswith((".", "_"))}
+    return sorted(names)
 
 
 EXAMPLES = ("stacks", "inventories/localhost")  # what `repro init` writes to start from

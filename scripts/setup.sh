@@ -104,8 +104,15 @@ fi
 
 # The demo runs workloads on this machine (extra "workloads": TensorFlow, Horovod, mpi4py; Horovod is already
 # installed from the wheelhouse above, so pip keeps it) and can plot; the tests need every extra.
+# The tests run against the checkout as it is edited (editable install); the demo installs repro as a user
+# would, a wheel built from the checkout, which also keeps setuptools' notes about editable installs out of it.
 extras=workloads,plot
-[ "$MODE" = test ] && extras=workloads,all,test
-log "installing repro (editable) with [$extras]"
-pip install -e "${ROOT}[$extras]"
+if [ "$MODE" = test ]; then
+  extras=workloads,all,test
+  log "installing repro (editable) with [$extras]"
+  pip install -e "${ROOT}[$extras]"
+else
+  log "installing repro with [$extras]"
+  pip install "${ROOT}[$extras]"
+fi
 log "ready: $("$VENV/bin/repro" --version), $("$VENV/bin/python" -c 'import tensorflow as t, horovod as h; print("TensorFlow", t.__version__, "Horovod", h.__version__)' 2>/dev/null)"

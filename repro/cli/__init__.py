@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproducible distributed deep-learning benchmarks: "
         "validate a stack, build its image, prepare hosts, benchmark, compare.",
     )
-    parser.add_argument("--version", action="version", version=f"repro {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"repro {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     parser.add_argument("-q", "--quiet", action="store_true", help="print results and errors only")
@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(name).register(sub)
     for command in sub.choices.values():
         _common_options(command)
+        for nested in (a for a in command._actions if isinstance(a, argparse._SubParsersAction)):
+            for subcommand in dict.fromkeys(nested.choices.values()):  # an alias names the same parser
+                _common_options(subcommand)  # `repro results show ID -q` as well
     return parser
 
 
@@ -64,6 +67,18 @@ def _common_options(command: argparse.ArgumentParser) -> None:
 
 _PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.ELOOP, errno.ENOTDIR, errno.EISDIR,
                           errno.ENOENT, errno.EROFS, errno.ENOSPC, errno.EEXIST})
+
+
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command `args` were parsed for: `repro results show` gives show's."""
+    current = parser
+    for dest in ("command", "results_command"):
+        actions = [a for a in current._actions if isinstance(a, argparse._SubParsersAction) and a.dest == dest]
+        name = getattr(args, dest, None)
+        if not actions or name not in actions[0].choices:
+            break
+        current = actions[0].choices[name]
+    return current
 
 
 def _stderr(text: str) -> None:
@@ -87,13 +102,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         argcomplete.autocomplete(parser)
     except ImportError:
         pass
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the subcommand's own usage, not the top level's, says what it takes
+        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     # A closed terminal or a service manager stopping repro must clean up like Ctrl-C does: workers run
     # in their own sessions (so a stray signal cannot half-kill a point) and are stopped by repro.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
     handler: Callable[[argparse.Namespace], int | None] = args.handler
     try:
+        from repro.resources import check_config
+
+        check_config()  # a misspelt key in repro.toml is an error, whatever the command reads
         return int(handler(args) or EXIT_OK)
     except ReproError as exc:
         _stderr(exc.render())

@@ -169,7 +169,7 @@ def _running_options(p: argparse.ArgumentParser) -> None:
                    help="with --dry-run: also write each point's files there (--scheduler kubernetes: its manifests, "
                    "for kubectl apply -f)")
     r.add_argument("--store", default=None, type=path_argument,
-                   help="results directory (default: $REPRO_STORE or ./results)")
+                   help="results directory (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     r.add_argument("--format", choices=FORMATS.names(), default="table",
                    help=f"output format of the end-of-sweep table: {FORMATS.describe()} (default table)")
     r.add_argument("--plot", default=None, metavar="FILE", type=path_argument,
@@ -206,6 +206,9 @@ def _running_options(p: argparse.ArgumentParser) -> None:
 
 class QuietProgress:
     """-q: only what went wrong (failed points, warnings, clean-up left to do); results print at the end."""
+
+    def status(self, text: str) -> None:
+        pass
 
     def message(self, text: str) -> None:
         import sys
@@ -265,7 +268,7 @@ def options(args: argparse.Namespace):
     if args.emit and not args.dry_run:
         raise InputError("--emit: writes the planned files; give it with --dry-run")
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
-                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run,
+                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run, warmup=args.warmup,
                         site={k: v for k, v in site.items() if v not in (None, ())})
 
 
@@ -280,12 +283,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     spec, opts = sweep_spec(args), options(args)  # every flag checked before anything is read or started
     stacks = list(dict.fromkeys(args.stack))
-    loaded = [load_stack(s) for s in stacks]
-    inventory = load_inventory(args.hosts)
-    store = Store(args.store)
     live = LiveProgress() if sys.stderr.isatty() and not (args.dry_run or args.quiet) else None
     progress = live or (QuietProgress() if args.quiet else None)
     with live or contextlib.nullcontext():
+        if live is not None:  # from the first second: say what is happening
+            live.status(f"reading stack {', '.join(stacks)} and inventory {args.hosts}")
+        loaded = [load_stack(s) for s in stacks]
+        inventory = load_inventory(args.hosts)
+        store = Store(args.store)
         result = bench(loaded if len(loaded) > 1 else loaded[0], inventory, spec, opts, store, progress)
     if args.dry_run:
         for plan in result.plans:

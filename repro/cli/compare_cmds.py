@@ -55,8 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "compare", help="compare two stacks' results: ratios, significance, scaling, what changed",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Compare the runs of OLD with those of NEW point by point (aligned on model, batch, "
-        "precision, XLA, data format, workers, hosts, ...): images/sec, the ratio NEW/OLD with a bootstrap "
-        "interval and a verdict (faster / slower / no significant difference / not enough data), the change in "
+        "precision, XLA, data format, workers, hosts, ...): images/sec, the ratio NEW/OLD with its interval over "
+        "runs (Welch's t on log figures; a paired t for interleaved runs) and a verdict (faster / slower / no "
+        "significant difference / not enough runs), the change in "
         "scaling efficiency, and what changed between the stacks (manifest, lock, settings).\n\n"
         f"OLD and NEW are each {SELECTORS_HELP}.",
         epilog="exit status: 0 compared; 1 a selection matched nothing, the runs are on different hardware or "
@@ -66,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("new", metavar="NEW", type=path_argument, help="the candidate")
     add_filter_options(p)
     p.add_argument("--store", metavar="DIR", type=path_argument,
-                   help="results store (default: $REPRO_STORE or ./results)")
+                   help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     add_format_option(p)
     p.add_argument("--plot", metavar="FILE", type=path_argument,
                    help="also write a figure (.png or .svg; checked before any work): images/sec per worker count, "
@@ -113,12 +114,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         check_target(args.plot)  # before any work
     result = compare(args.old, args.new, store=Store(args.store), filters=filters_from(args),
                      options=options_from(args)).comparison
-    sys.stdout.write(render(result, args.format))
+    quiet = bool(getattr(args, "quiet", False))
+    sys.stdout.write(render(result, args.format, quiet=quiet))  # -q: the tables and the verdicts only
     if args.plot:
         from repro.compare.plot import plot
 
         written = plot(result, args.plot)
-        print(f"plot written to {written}", file=sys.stderr)
+        if not quiet:
+            print(f"plot written to {written}", file=sys.stderr)
     if args.fail_on_regression and result.regressions:
         print(f"{len(result.regressions)} point(s) significantly slower: exit status {EXIT_REGRESSION}",
               file=sys.stderr)

@@ -25,13 +25,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "ipoib, docker, nfs_dataset); facts are gathered in any case")
     p.add_argument("--check", action="store_true", help="Ansible check mode: report what would change, change nothing")
     p.add_argument("--check-only", action="store_true",
-                   help="only gather facts and print each host's readiness (changes nothing)")
+                   help="only gather facts and print each host's readiness for the runtime (changes nothing)")
+    p.add_argument("--runtime", default=None, metavar="RUNTIME",
+                   help="the runtime `repro bench` will use, whose needs readiness checks (the host runtime: the "
+                   "hosts' TensorFlow, Horovod and MPI against --stack; docker: the engine); default: host for a "
+                   "local inventory, else docker, as bench chooses")
     p.add_argument("--limit", metavar="PATTERN", type=argument(inputs.HOST_PATTERN),
                    help="only these hosts (an Ansible host pattern)")
     p.add_argument("-e", "--extra-var", action="append", metavar="KEY=VALUE", type=extra_var_argument,
                    help="a role variable for this run (repeatable), e.g. -e nvidia_manage=true")
     p.add_argument("--store", metavar="DIR", type=path_argument,
-                   help="results store (default $REPRO_STORE or ./results)")
+                   help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the ansible-playbook command and variables it would use; touch nothing")
     p.add_argument("-v", "--verbose", action="store_true", help="also show tasks skipped by their conditions")
@@ -120,7 +124,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         print(f"repro prepare ({mode}): {args.hosts}" + (f", stack {stack.stack.name}" if stack else ""), flush=True)
     result = prepare(args.hosts, stack=stack, tags=tags, check=args.check, check_only=args.check_only,
                      store_root=args.store, dry_run=args.dry_run, limit=args.limit, extra_vars=extra,
-                     progress=_progress(args.verbose))
+                     progress=_progress(args.verbose), runtime=args.runtime)
     if args.dry_run:
         import shlex
 
@@ -146,7 +150,10 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         print(f"\nfacts of {len(result.facts_paths)} host(s) stored in {where}")
     if result.readiness is not None:
         if args.check_only:
-            print()
+            print(f"\nreadiness for the {result.runtime} runtime" + (f" (--runtime {result.runtime} chose it)"
+                                                                     if args.runtime else
+                                                                     " (what repro bench uses here; --runtime "
+                                                                     "checks another)"))
             _print_readiness(result.readiness)
         else:
             fails = len(result.readiness.failed)

@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the tag, base image, Dockerfile, context files and shipping; do nothing")
     p.add_argument("--store", metavar="DIR", default=None, type=path_argument,
-                   help="results store (default: $REPRO_STORE or ./results)")
+                   help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     p.add_argument("--apptainer", metavar="FILE", type=path_argument,
                    help="also write the Apptainer definition to FILE (its files next to it)")
     p.add_argument("--quiet", "-q", action="store_true", help="no build output, only the summary")
@@ -79,7 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "manifest and the rendered recipe into one archive with a sha256 per member.")
     p.add_argument("stack", metavar="STACK", help="stack manifest")
     p.add_argument("-o", "--output", metavar="FILE", required=True, help="archive to write")
-    p.add_argument("--store", metavar="DIR", default=None, help="results store (default: $REPRO_STORE or ./results)")
+    p.add_argument("--store", metavar="DIR", default=None,
+                   help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     p.add_argument("--docker-host", metavar="URL", default=None, help="Docker engine holding the image")
     p.set_defaults(handler=cmd_archive)
 
@@ -88,7 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "and contents against the lock, and put the lock and the stack manifest into the store: "
                        "`repro bench` then runs from the image with no build and no network.")
     p.add_argument("archive", metavar="FILE", help="archive written by `repro archive`")
-    p.add_argument("--store", metavar="DIR", default=None, help="results store (default: $REPRO_STORE or ./results)")
+    p.add_argument("--store", metavar="DIR", default=None,
+                   help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     p.add_argument("--docker-host", metavar="URL", default=None, help="Docker engine to load the image into")
     p.set_defaults(handler=cmd_restore)
 

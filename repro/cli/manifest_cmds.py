@@ -16,25 +16,36 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="manifest files or names, or directories of them")
     p.add_argument("--strict", action="store_true", help="treat warnings as errors")
     p.add_argument("--quiet", "-q", action="store_true", help="print errors only, no warnings or notes")
-    p.add_argument("--json", action="store_true", help="machine-readable report")
+    _format_options(p, "the report")
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("show", help="the resolved stack with derived fields and hashes",
                        description="Print a stack as repro resolves it: extends merged, derived fields filled, "
                        "its content hash and image hash.")
     p.add_argument("stack", metavar="STACK", type=path_argument)
-    p.add_argument("--json", action="store_true", help="JSON instead of YAML")
+    _format_options(p, "the stack (table: YAML)")
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("stacks", help="table of the stacks in a directory",
                        description="List the stack manifests of a directory with their key versions.")
     p.add_argument("directory", nargs="?", default="stacks", type=path_argument,
                    help="directory of manifests (default: stacks)")
+    _format_options(p, "the table", json_flag=False)
     p.set_defaults(handler=cmd_stacks)
 
     p = sub.add_parser("schema", help="JSON Schema of the manifest (for editors)",
                        description="Print the JSON Schema of a stack manifest, e.g. for YAML completion in editors.")
     p.set_defaults(handler=cmd_schema)
+
+
+def _format_options(p: argparse.ArgumentParser, what: str, *, json_flag: bool = True) -> None:
+    from repro.formats import FORMATS
+
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--format", choices=FORMATS.names(), default="table",
+                     help=f"output format of {what}: {FORMATS.describe()} (default table)")
+    if json_flag:
+        out.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
 
 
 def _validate_one(path: str, strict: bool):
@@ -52,26 +63,27 @@ def _validate_one(path: str, strict: bool):
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    import json
-
     from repro.errors import CompatibilityError
+    from repro.formats import Column, Document, Table, render
+    from repro.inputs import expand_directories
 
     failed: list[str] = []
     report = []
-    from repro.inputs import expand_directories
-
+    terminal = args.format == "table"
     for path in expand_directories(args.stacks, (".yaml", ".yml")):
         loaded, findings, error, bad = _validate_one(path, args.strict)
         if bad:
             failed.append(path)
-        if args.json:
-            report.append({
-                "file": path,
-                "valid": not bad,
-                "hash": loaded.hash if loaded else None,
-                "diagnostics": [d.render() for d in error.diagnostics] if error else [],
-                "findings": [f.as_dict() for f in findings],
-            })
+        counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "note")}
+        report.append({
+            "file": path, "valid": not bad, "stack": loaded.stack.name if loaded else None,
+            "hash": loaded.hash if loaded else None, "errors": counts["error"] + (len(error.diagnostics) if error
+                                                                                   else 0),
+            "warnings": counts["warning"], "notes": counts["note"],
+            "diagnostics": [d.render() for d in error.diagnostics] if error else [],
+            "findings": [f.as_dict() for f in findings],
+        })
+        if not terminal:
             continue
         if error:
             print(error.render(), file=sys.stderr)
@@ -79,12 +91,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
         shown = [f for f in findings if not args.quiet or f.severity == "error"]
         for f in shown:
             print(f.render(), file=sys.stderr if f.severity == "error" else sys.stdout)
-        counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "note")}
         verdict = "FAILED" if bad else "ok"
         print(f"{path}: {verdict} ({loaded.stack.name}, hash {loaded.hash}; {counts['error']} errors, "
               f"{counts['warning']} warnings, {counts['note']} notes)")
-    if args.json:
-        print(json.dumps(report, indent=2))
+    if not terminal:
+        headers = ("file", "valid", "stack", "hash", "errors", "warnings", "notes")
+        cells = tuple((r["file"], "yes" if r["valid"] else "NO", r["stack"] or "-", r["hash"] or "-",
+                       str(r["errors"]), str(r["warnings"]), str(r["notes"])) for r in report)
+        rows = tuple({k: r[k] for k in headers} | {"problems": [*r["diagnostics"], *(f"{f['severity']}: "
+                                                                                   f"{f['message']}" for f in
+                                                                                   r["findings"])]}
+                     for r in report)
+        table = Table(tuple(Column(h, numeric=h in ("errors", "warnings", "notes")) for h in headers), cells, rows,
+                      notes=tuple(f"{r['file']}: {p}" for r in rows for p in r["problems"]), name="stacks")
+        sys.stdout.write(render(Document((table,), data=report if args.format == "json" else None), args.format))
     if failed:
         why = "errors or warnings (--strict)" if args.strict else "errors"
         raise CompatibilityError(f"{len(failed)} of {len(args.stacks)} stacks have {why}: {', '.join(failed)}")
@@ -92,10 +112,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    import json
-
-    import yaml
-
+    from repro.cli.output import tree_text, write
     from repro.manifest import load_stack
     from repro.manifest.compat import check
     from repro.manifest.compat_torch import bundled
@@ -113,37 +130,42 @@ def cmd_show(args: argparse.Namespace) -> int:
         **({"bundled": bundled(loaded.stack)} if loaded.stack.pytorch else {}),
         "findings": [f.as_dict() for f in check(loaded)],
     })
-    if args.json:
-        print(json.dumps(data, indent=2, sort_keys=True))
-    else:
-        print(yaml.safe_dump(data, sort_keys=False, default_flow_style=False), end="")
+    write(tree_text(data, args.format))
     return 0
 
 
 def cmd_stacks(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from tabulate import tabulate
-
     from repro.errors import InputError
+    from repro.formats import Column, Document, Table, render
 
     directory = Path(args.directory)
     if not directory.is_dir():
         raise InputError(f"{directory}: no such directory of stacks")
-    rows = []
+    headers = ("stack", "os", "cuda", "cudnn", "mpi", "python", "framework", "horovod", "hash", "status")
+    cells, rows = [], []
     for path in sorted(directory.glob("*.y*ml")):
         loaded, findings, _error, bad = _validate_one(str(path), strict=False)
         if loaded is None:
-            rows.append([path.name, "-", "-", "-", "-", "-", "-", "-", "-", "invalid"])
+            cells.append((path.name, "-", "-", "-", "-", "-", "-", "-", "-", "invalid"))
+            rows.append({"stack": path.name, "file": str(path), "status": "invalid"})
             continue
         s = loaded.stack
-        status = "errors" if bad else f"{sum(f.severity == 'warning' for f in findings)} warnings"
-        rows.append([s.name, f"{s.os.distro} {s.os.version}", s.cuda or "-", s.cudnn or "-",
-                     f"{s.mpi.implementation} {s.mpi.version}", s.python,
-                     f"{s.framework} {(s.tensorflow or s.pytorch).version}",
-                     s.horovod.version if s.horovod else "-", loaded.hash, status])
-    headers = ["stack", "os", "cuda", "cudnn", "mpi", "python", "framework", "horovod", "hash", "status"]
-    print(tabulate(rows, headers=headers, disable_numparse=True))  # versions are text: 3.10 is not 3.1
+        warnings = sum(f.severity == "warning" for f in findings)
+        status = "errors" if bad else f"{warnings} warnings"
+        framework = s.tensorflow or s.pytorch
+        # versions are text: 3.10 is not 3.1
+        cells.append((s.name, f"{s.os.distro} {s.os.version}", s.cuda or "-", s.cudnn or "-",
+                      f"{s.mpi.implementation} {s.mpi.version}", s.python, f"{s.framework} {framework.version}",
+                      s.horovod.version if s.horovod else "-", loaded.hash, status))
+        rows.append({"stack": s.name, "file": str(path), "os": f"{s.os.distro} {s.os.version}", "cuda": s.cuda,
+                     "cudnn": s.cudnn, "mpi": f"{s.mpi.implementation} {s.mpi.version}", "python": s.python,
+                     "framework": s.framework, "framework_version": framework.version,
+                     "horovod": s.horovod.version if s.horovod else None, "hash": loaded.hash,
+                     "status": "errors" if bad else "ok", "warnings": warnings})
+    table = Table(tuple(Column(h) for h in headers), tuple(cells), tuple(rows), name="stacks")
+    sys.stdout.write(render(Document((table,)), args.format))
     return 0
 
 

@@ -11,13 +11,24 @@ from repro.cli.compare_cmds import (
     add_window_options,
     filters_from,
 )
-from repro.inputs import path_argument
+from repro.inputs import finite_number, path_argument
 
 
 def _store_option(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
     # on a subcommand, no default: a --store given before the subcommand's name stays
     p.add_argument("--store", metavar="DIR", default=argparse.SUPPRESS if subcommand else None, type=path_argument,
-                   help="results store (default: $REPRO_STORE or ./results)")
+                   help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
+
+
+def _subcommand_format(p: argparse.ArgumentParser, what: str) -> None:
+    """--format (and --json) on a results subcommand; a --format given before its name stays."""
+    from repro.formats import FORMATS
+
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--format", choices=FORMATS.names(), default=argparse.SUPPRESS,
+                     help=f"output format of {what}: {FORMATS.describe()} (default table)")
+    out.add_argument("--json", dest="format", action="store_const", const="json", default=argparse.SUPPRESS,
+                     help="same as --format json")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,20 +51,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     show = rs.add_parser("show", help="one run in full", description="Print one stored run (id or unique prefix).")
     show.add_argument("id", metavar="ID", type=path_argument)
     _store_option(show, subcommand=True)
-    show.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the record as stored (JSON)")
+    _subcommand_format(show, "the run (table: text; json: the record as stored)")
     show.set_defaults(handler=cmd_show)
 
-    sc = rs.add_parser("scaling", help="scaling table: speedup and efficiency per worker count",
-                       description="The scaling table of the selected runs (all stored runs without SELECTOR): "
-                       "workers, images/sec, per worker, speedup and efficiency against the 1-worker point of the "
-                       "same series, and across-node efficiency where points span hosts.")
+    sc = rs.add_parser("scaling", aliases=["table"],
+                       help="the tables of stored runs: scaling, all-reduce (nccl-tests style), time to accuracy",
+                       description="The tables `repro bench` prints at the end of a sweep, from the store, for the "
+                       "selected runs (all stored runs without SELECTOR), one per kind of result: the scaling table "
+                       "(workers, images/sec, per worker, speedup and efficiency against the 1-worker point of the "
+                       "same series, across-node efficiency where points span hosts); the all-reduce table per "
+                       "point (time, algbw, busbw and #wrong per message size for Horovod and the raw path, as "
+                       "nccl-tests prints them, with the average bus bandwidth); the time-to-accuracy table (a row "
+                       "per run and the mean of each point's runs).")
     sc.add_argument("selectors", nargs="*", metavar="SELECTOR", type=path_argument, help=SELECTORS_HELP)
     _store_option(sc, subcommand=True)
     add_filter_options(sc, subcommand=True)
     add_format_option(sc, subcommand=True)
+    sc.add_argument("--kind", choices=("throughput", "allreduce", "tta"), default=None,
+                    help="only this kind of result (default: `table` every kind among the selected runs; `scaling` "
+                    "the throughput runs, or every kind where the selection holds none)")
     sc.add_argument("--plot", metavar="FILE", type=path_argument,
-                    help="also write a figure (.png or .svg; checked before any work): images/sec per worker count, "
-                    "stacks side by side with error bars and value labels, and speedup against the ideal line")
+                    help="also write a figure (.png or .svg; checked before any work) of one kind: images/sec per "
+                    "worker count with error bars and speedup against the ideal line; all-reduce latency and bus "
+                    "bandwidth per size for both paths; accuracy against time")
+    sc.add_argument("--link-gbps", type=finite_number, default=None, metavar="GBIT/S",
+                    help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
     add_window_options(sc)
     sc.set_defaults(handler=cmd_scaling)
 
@@ -62,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rm.add_argument("ids", nargs="+", metavar="ID")
     _store_option(rm, subcommand=True)
     rm.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    _subcommand_format(rm, "the runs removed")
     rm.set_defaults(handler=cmd_rm)
 
     pr = rs.add_parser("prune", help="remove failed, old, or one stack's runs",
@@ -78,6 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "truncated, invalid)")
     add_filter_options(pr, subcommand=True)
     pr.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    _subcommand_format(pr, "the runs removed")
     pr.set_defaults(handler=cmd_prune)
 
     imp = sub.add_parser(
@@ -127,11 +151,29 @@ def _row(summary) -> dict:
             "status": summary.status, "images_per_sec": summary.images_per_sec, "failure": summary.failure}
 
 
-def _cells(s) -> tuple[str, ...]:
-    """One run's row of the `repro results` table."""
+def _cells(s, figure: tuple[float | None, str] | None = None) -> tuple[str, ...]:
+    """One run's row of the `repro results` table; `figure`: the run's figure and unit when the listing holds
+    other kinds of result than images/sec."""
+    if figure is None:
+        shown = "-" if s.images_per_sec is None else f"{s.images_per_sec:,.2f}"
+    else:
+        value, unit = figure
+        shown = "-" if value is None else f"{value:,.2f} {unit}"
     return (s.id, s.created, s.stack, s.workload, s.model or "-", str(s.workers), str(s.hosts),
-            s.status if s.origin == "bench" else f"{s.status} ({s.origin})",
-            "-" if s.images_per_sec is None else f"{s.images_per_sec:,.2f}")
+            s.status if s.origin == "bench" else f"{s.status} ({s.origin})", shown)
+
+
+def _figures(store, summaries: list) -> dict[str, tuple[float | None, str]]:
+    """The figure of every run that is not a throughput run (all-reduce, time to accuracy), by id: only those
+    records are read; {} when every run measures images/sec."""
+    from repro.workloads.catalog import kind_of
+
+    other = [s for s in summaries if kind_of(s.workload) != "throughput"]
+    if not other:
+        return {}
+    from repro.results.summary import headline
+
+    return {r.id: headline(r) for r in store.read_all(other)}
 
 
 def _list_rows(store, args: argparse.Namespace) -> list:
@@ -158,22 +200,31 @@ def cmd_results(args: argparse.Namespace) -> int:
     if not summaries and args.format == "table":
         print(f"no runs in {store.root}")
         return 0
-    sys.stdout.write(_listing([_row(s) for s in summaries], [_cells(s) for s in summaries], args.format))
+    figures = _figures(store, summaries)
+    rows = [_row(s) for s in summaries]
+    if figures:
+        for row, s in zip(rows, summaries, strict=True):
+            value, unit = figures.get(s.id) or (s.images_per_sec, "images/sec")
+            row |= {"figure": value, "unit": unit}
+    cells = [_cells(s, (figures.get(s.id) or (s.images_per_sec, "images/sec")) if figures else None)
+             for s in summaries]
+    sys.stdout.write(_listing(rows, cells, args.format, "figure" if figures else "images/sec"))
     return 0
 
 
-def _listing(rows: list[dict], cells: list[tuple[str, ...]], fmt: str) -> str:
+def _listing(rows: list[dict], cells: list[tuple[str, ...]], fmt: str, figure: str = "images/sec") -> str:
     """The `repro results` listing in a registered format (json and csv: the rows' raw values)."""
     from repro.formats import Column, Document, Table, render
 
-    headers = ("id", "created", "stack", "workload", "model", "workers", "hosts", "status", "images/sec")
-    columns = tuple(Column(h, numeric=h in ("workers", "hosts", "images/sec")) for h in headers)
+    headers = ("id", "created", "stack", "workload", "model", "workers", "hosts", "status", figure)
+    columns = tuple(Column(h, numeric=h in ("workers", "hosts", figure)) for h in headers)
     return render(Document((Table(columns, tuple(cells), tuple(rows), name="runs"),), data=rows), fmt)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     import json
     import shlex
+    import sys
 
     import yaml
 
@@ -183,8 +234,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     record = with_figure(Store(args.store).get(args.id))  # the one images/sec, also for older records
     data = record.model_dump(mode="json")
-    if getattr(args, "json", False):  # `results --json` is `--format json` now; show keeps its own --json
+    if args.format == "json":  # the record as stored
         print(json.dumps(data, indent=2, sort_keys=True))
+        return 0
+    if args.format != "table":
+        from repro.cli.output import tree_text
+
+        sys.stdout.write(tree_text(data, args.format))
         return 0
     summary = _row(summarize("", record))
     for key in ("id", "created", "stack", "stack_hash", "origin", "status", "failure", "workload", "model", "batch",
@@ -217,33 +273,42 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
-    from repro.errors import ResultsError
-    from repro.results import metrics
-    from repro.results.report import scaling_table
+    from repro.errors import InputError, ResultsError
+    from repro.formats import render
     from repro.results.select import records_of, select
     from repro.results.store import Store
+    from repro.results.summary import by_kind, results_document
     from repro.workloads.catalog import kind_of
 
     if args.plot:
         from repro.results.plots import check_target
 
         check_target(args.plot)  # before any work
+    if args.link_gbps is not None and args.link_gbps <= 0:
+        raise InputError(f"--link-gbps: expected a positive number, found {args.link_gbps:g}")
     store = Store(args.store)
     filters = filters_from(args)
+    wanted = (lambda kind: kind == args.kind) if args.kind else (lambda kind: True)
     if args.selectors:
         records = records_of([select(s, store, filters) for s in args.selectors])
-    else:  # only the throughput runs are parsed
-        records = store.read_all(s for s in store.summaries() if filters.matches(s)
-                                 and kind_of(s.workload) == "throughput")
-    records = [r for r in records if kind_of(r.settings.workload) == "throughput"]
+    else:  # only the runs of the kinds asked for are parsed
+        records = store.read_all(s for s in store.summaries() if filters.matches(s) and wanted(kind_of(s.workload)))
+    records = [r for r in records if wanted(kind_of(r.settings.workload))]
+    if args.results_command == "scaling" and not args.kind:  # the scaling table, as before `table` existed
+        records = [r for r in records if kind_of(r.settings.workload) == "throughput"] or records
     if not records:
-        raise ResultsError(f"no throughput runs to tabulate in {store.root}")
-    rows = metrics.scaling(metrics.points(records, warmup=args.warmup), baseline_workers=args.baseline_workers)
-    sys.stdout.write(scaling_table(rows, args.format))
+        raise ResultsError(f"no {args.kind + ' ' if args.kind else ''}runs to tabulate in {store.root}")
+    kinds = by_kind(records)
+    if args.plot and len(kinds) > 1:
+        raise InputError(f"--plot draws one kind of result; the selected runs hold {', '.join(kinds)}",
+                         hint=f"add --kind {next(iter(kinds))} (or another of them)")
+    options = {"warmup": args.warmup, "baseline_workers": args.baseline_workers, "link": args.link_gbps}
+    sys.stdout.write(render(results_document(records, **options), args.format))
     if args.plot:
-        from repro.results.figures import plot_scaling
+        from repro.results.figures import plot_records
 
-        print(f"plot written to {plot_scaling(rows, args.plot)}", file=sys.stderr)
+        ok = [r for r in records if r.status == "ok"] or records
+        print(f"plot written to {plot_records(ok, args.plot, **options)}", file=sys.stderr)
     return 0
 
 
@@ -277,18 +342,35 @@ def _print_result(result) -> None:
         print(f"  {result.file}: FAILED (see below)")
 
 
-def _removal(store, runs: list, files: list, dry_run: bool) -> int:
+def _removal(store, runs: list, files: list, dry_run: bool, fmt: str = "table") -> int:
+    import sys
+
+    from repro.formats import is_machine
+
     what = "would remove" if dry_run else "removed"
-    for s in runs:
-        print(f"{what} {s.id}  {s.stack}  {s.workload} {s.model or '-'} workers={s.workers}  {s.status}  "
-              f"{s.created}")
-    for b in files:
-        print(f"{what} {store.runs / b.path}  ({b.reason})")
+    if fmt != "table":
+        from repro.formats import Column, Document, Table, render
+
+        rows = [{"action": what, "id": s.id, "stack": s.stack, "workload": s.workload, "model": s.model,
+                 "workers": s.workers, "status": s.status, "created": s.created, "file": s.path} for s in runs]
+        rows += [{"action": what, "id": None, "stack": None, "workload": None, "model": None, "workers": None,
+                  "status": f"unreadable ({b.reason})", "created": None, "file": b.path} for b in files]
+        headers = ("action", "id", "stack", "workload", "model", "workers", "status", "created", "file")
+        cells = tuple(tuple("-" if r[h] is None else str(r[h]) for h in headers) for r in rows)
+        sys.stdout.write(render(Document((Table(tuple(Column(h, numeric=h == "workers") for h in headers), cells,
+                                                tuple(rows), name="removed"),)), fmt))
+    else:
+        for s in runs:
+            print(f"{what} {s.id}  {s.stack}  {s.workload} {s.model or '-'} workers={s.workers}  {s.status}  "
+                  f"{s.created}")
+        for b in files:
+            print(f"{what} {store.runs / b.path}  ({b.reason})")
     if not dry_run:
         store.remove([s.path for s in runs] + [b.path for b in files])
     counts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((len(runs), "run"),
                                                                      (len(files), "unreadable file")) if n]
-    print(f"{what} {' and '.join(counts)} from {store.root}" if counts else f"nothing to remove in {store.root}")
+    print(f"{what} {' and '.join(counts)} from {store.root}" if counts else f"nothing to remove in {store.root}",
+          file=sys.stderr if is_machine(fmt) else sys.stdout)
     return 0
 
 
@@ -300,7 +382,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
     by_path = {s.path: s for s in store.summaries(stack_hashes=sorted({p.split("/", 1)[0] for p in paths}))}
     broken = {b.path: b for b in store.broken()}
     return _removal(store, [by_path[p] for p in paths if p in by_path], [broken[p] for p in paths if p in broken],
-                    args.dry_run)
+                    args.dry_run, args.format)
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -323,7 +405,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     before = parse_cutoff(args.older_than, datetime.now(timezone.utc)) if args.older_than else None
     criteria = Criteria(failed=args.failed, before=before, stack_paths=stack_paths, unreadable=args.unreadable)
     runs, files = to_prune(store.summaries() if criteria.selects_runs else [], store.broken(), criteria)
-    return _removal(store, runs, files, args.dry_run)
+    return _removal(store, runs, files, args.dry_run, args.format)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

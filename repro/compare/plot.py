@@ -34,6 +34,15 @@ from repro.results.plots import (
 MARK = {"faster": " ▲", "slower": " ▼"}
 
 
+def ratio_label(ratio: Any) -> str:
+    """A ratio under its bars: '1.08x ▲' and, where there is one, its interval '[1.03, 1.13]' on the next line."""
+    if ratio.ratio is None:
+        return ""
+    text = f"\n{ratio.ratio:.2f}x{MARK.get(ratio.verdict, '')}"
+    return text + (f"\n[{ratio.low:.2f}, {ratio.high:.2f}]" if ratio.low is not None and ratio.high is not None
+                   else "")
+
+
 def side_label(side: SideInfo, other: SideInfo) -> str:
     """The stack names of one side; with the hash where both sides carry the same names, and the side where
     they carry the same stacks (a stack compared with itself)."""
@@ -66,13 +75,13 @@ def _throughput_row(row: Any, title: str, rows: list[Any], labels: tuple[str, st
     rows = sorted(rows, key=lambda r: (r.settings.workers, r.settings.hosts or 0))
     several_hosts = len({r.settings.hosts for r in rows}) > 1
     groups = [(f"{r.settings.workers} ({_hosts(r.settings.hosts)})" if several_hosts else str(r.settings.workers))
-              + (f"\n{r.ratio.ratio:.2f}x{MARK.get(r.ratio.verdict, '')}" if r.ratio.ratio is not None else "")
+              + ratio_label(r.ratio)
               for r in rows]
     sides = [Bars(label, [getattr(r, side).images_per_sec for r in rows], [getattr(r, side).low for r in rows],
                   [getattr(r, side).high for r in rows], i) for i, (side, label) in enumerate(zip(("old", "new"),
                                                                                                  labels, strict=True))]
     draw_bars(row.bars, groups, sides, ylabel="images/sec", xlabel="workers (under each: NEW/OLD, ▲ faster, "
-              "▼ slower)")
+              "▼ slower, and its interval over runs)")
     row.bars.set_title(title, fontsize=10)
     if row.speedup is not None:
         lines = [Line(label, [r.settings.workers for r in rows if getattr(r, side).efficiency is not None],
@@ -91,12 +100,12 @@ def _allreduce_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
                 continue
             name = f"{label}: {PATH_LABEL.get(path, path)} ({pts[0][1].backend})" if path == "horovod" else \
                 f"{label}: raw"
-            lat.plot([p[0] for p in pts], [(p[1].latency_median or 0) * 1e6 for p in pts], style, marker=".",
+            lat.plot([p[0] for p in pts], [(p[1].time_s or 0) * 1e6 for p in pts], style, marker=".",
                      color=color(i), label=name)
-            bw.plot([p[0] for p in pts], [(p[1].busbw_median or 0) / 1e9 for p in pts], style, marker=".",
+            bw.plot([p[0] for p in pts], [(p[1].busbw or 0) / 1e9 for p in pts], style, marker=".",
                     color=color(i), label=name)
     lat.set(xscale="log", yscale=log_if_wide(lat), xlabel="message size (bytes)", ylabel="latency (us)",
-            title="all-reduce latency (median)")
+            title="all-reduce time (geometric mean over runs)")
     bw.set(xscale="log", xlabel="message size (bytes)", ylabel="bus bandwidth (GB/s)", title="bus bandwidth")
     for ax in (lat, bw):
         ax.grid(True, which="both", alpha=0.3)
@@ -106,11 +115,11 @@ def _tta_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
     groups = []
     for r in c.tta:
         n = dict(r.key).get("workers")
-        ratio = f"\n{r.speedup.ratio:.2f}x{MARK.get(r.speedup.verdict, '')}" if r.speedup.ratio is not None else ""
+        ratio = ratio_label(r.speedup)
         groups.append(f"{n} worker{'s' if n != 1 else ''}{ratio}")
     draw_bars(row.bars, groups, [Bars(labels[0], [r.old.time_to_accuracy_s for r in c.tta], color=0),
                                  Bars(labels[1], [r.new.time_to_accuracy_s for r in c.tta], color=1)],
-              ylabel="time to accuracy (s)", xlabel="(under each: OLD time / NEW time)")
+              ylabel="time to accuracy (s)", xlabel="(under each: OLD time / NEW time and its interval over runs)")
     row.bars.set_title("time to accuracy (mean over the runs that reached the target)", fontsize=10)
 
 

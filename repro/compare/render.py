@@ -216,27 +216,33 @@ def _allreduce_table(c: Comparison) -> Table:
     rows = sorted(c.allreduce, key=lambda r: (PATHS.index(r.path) if r.path in PATHS else 9, r.key, r.dtype,
                                               r.bytes))
     dtypes = len({r.dtype for r in rows}) > 1
+    conf = f"{c.options.confidence:.0%}"
     columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("path"),
                *([Column("dtype")] if dtypes else []),
                *(Column(h, numeric=True) for h in ("size (B)", "time OLD (us)", "time NEW (us)", "time NEW/OLD",
-                                                   "busbw OLD", "busbw NEW", "bw NEW/OLD", "interval")),
+                                                   "busbw OLD", "busbw NEW", "busbw NEW/OLD", f"{conf} interval")),
                Column("verdict")]
     cells = [(*_key_cells(r.key, cols), PATH_LABEL.get(r.path, r.path), *([r.dtype] if dtypes else []),
-              f"{r.bytes:,}", _us(r.old.latency_median), _us(r.new.latency_median), _ratio(r.latency_ratio),
-              _num(r.old.busbw_median / 1e9 if r.old.busbw_median is not None else None, 2),
-              _num(r.new.busbw_median / 1e9 if r.new.busbw_median is not None else None, 2),
+              f"{r.bytes:,}", _us(r.old.time_s), _us(r.new.time_s), _ratio(r.time_ratio),
+              _num(r.old.busbw / 1e9 if r.old.busbw is not None else None, 2),
+              _num(r.new.busbw / 1e9 if r.new.busbw is not None else None, 2),
               _ratio(r.bandwidth.ratio), _interval(r.bandwidth),
               verdict_text(r.bandwidth, better="more bandwidth", worse="less bandwidth")) for r in rows]
     constants = _constants(c, rows, cols)
     dtype = f"dtype {rows[0].dtype}" if rows and not dtypes and "dtypes " not in constants else ""
-    caption = [" · ".join(x for x in (constants, dtype) if x),
+    runs = sorted({(r.old.runs, r.new.runs) for r in rows})
+    said_runs = (f"{runs[0][0]} run{'s' if runs[0][0] != 1 else ''} OLD, {runs[0][1]} NEW" if len(runs) == 1
+                 else "runs per side vary by size")
+    caption = [" · ".join(x for x in (constants, dtype, said_runs) if x),
                *(x for x in (_backends(rows, p) for p in PATHS) if x),
-               "time: median latency of one all-reduce (us); busbw: bus bandwidth in GB/s (1e9 bytes/s, nccl-tests' "
-               "definition: size / time x 2(n-1)/n)",
-               f"bw NEW/OLD: bandwidth ratio with its {c.options.confidence:.0%} interval over runs; {_criterion(c)}"]
+               "time: one all-reduce, geometric mean over runs of each run's mean latency (us); busbw: size / time x "
+               "2(n-1)/n in GB/s (1e9 bytes/s, nccl-tests' definition)",
+               "busbw NEW/OLD: ratio of the bus bandwidths = OLD time / NEW time (time NEW/OLD is its inverse); "
+               f"interval: {conf}, Welch's t on log figures of runs (paired t for interleaved runs), none below 2 "
+               f"runs a side; {_criterion(c)}"]
     return Table(tuple(columns), tuple(cells), tuple({"kind": "allreduce", **dict(r.key), **allreduce_dict(r)}
                                                      for r in rows),
-                 title="All-reduce: bandwidth NEW/OLD", caption=tuple(x for x in caption if x), name="allreduce")
+                 title="All-reduce: bus bandwidth NEW/OLD", caption=tuple(x for x in caption if x), name="allreduce")
 
 
 def _tta_table(c: Comparison) -> Table:
@@ -285,10 +291,13 @@ def _one_sided_table(c: Comparison, items: Sequence[OneSided], side: str) -> Tab
                  name=f"{side.lower()}_only")
 
 
-def document(c: Comparison) -> Document:
-    """The report: sides, hardware, what changed, one table per kind, summary, one-sided points."""
-    blocks: list[Block] = [Text((_side_line(c.old), _side_line(c.new), _hardware_line(c), *_changes_lines(c)),
-                                bullets=True)]
+def document(c: Comparison, *, quiet: bool = False) -> Document:
+    """The report: sides, hardware, what changed, one table per kind, summary, one-sided points.
+
+    quiet (-q): the tables, the summary and the regressions only (no sides, hardware or what changed).
+    """
+    blocks: list[Block] = [] if quiet else [Text((_side_line(c.old), _side_line(c.new), _hardware_line(c),
+                                                  *_changes_lines(c)), bullets=True)]
     for builder, present in ((_throughput_table, c.throughput), (_allreduce_table, c.allreduce),
                              (_tta_table, c.tta)):
         if present:
@@ -299,7 +308,7 @@ def document(c: Comparison) -> Document:
         blocks.append(Text(("No point was measured on both sides.",)))
     blocks += [_one_sided_table(c, items, side) for items, side in ((c.old_only, "OLD"), (c.new_only, "NEW"))
                if items]
-    tail = [f"Note: {n}" for n in c.notes]
+    tail = [] if quiet else [f"Note: {n}" for n in c.notes]
     if c.regressions:
         tail.append(f"Regressions: {len(c.regressions)} point(s) significantly slower beyond "
                     f"{c.options.threshold:.0%}")
@@ -368,6 +377,6 @@ def to_dict(c: Comparison) -> dict[str, Any]:
     return formats.clean(data)
 
 
-def render(c: Comparison, fmt: str = "table") -> str:
-    """The comparison in one of the registered formats (repro.formats.FORMATS)."""
-    return formats.render(document(c), fmt)
+def render(c: Comparison, fmt: str = "table", *, quiet: bool = False) -> str:
+    """The comparison in one of the registered formats (repro.formats.FORMATS); quiet: see `document`."""
+    return formats.render(document(c, quiet=quiet), fmt)

@@ -411,9 +411,16 @@ def load_inventory(path: str | Path, *, timeout: float | None = None) -> Invento
     why = inputs.PATH.problem(str(path))
     if why:
         raise InventoryError(f"bad inventory path: {why}")
-    p = Path(path)
+    from repro.resources import inventory_names, locate_inventory
+
+    p = locate_inventory(path)  # a path, or a name: ./inventories/NAME, then $REPRO_INVENTORIES or repro's own
     if not p.exists():
+        import difflib
+
+        close = difflib.get_close_matches(p.name, inventory_names(), n=1)
         raise InventoryError(f"{path}: no such inventory",
-                             [Diagnostic("no such file or directory", Location(str(path)))],
-                             hint="an inventory is an Ansible inventory file or directory, e.g. inventories/localhost")
+                             [Diagnostic("no such file or directory", Location(str(path)),
+                                         hint=(f"did you mean {close[0]}? " if close else "")
+                                         + "an inventory is an Ansible inventory file or directory, or the name "
+                                         f"of one (known: {', '.join(inventory_names()) or 'none'})")])
     return inventory_from_listing(_listing(p, list_timeout() if timeout is None else timeout), p)

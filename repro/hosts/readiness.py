@@ -16,6 +16,7 @@ from repro.hosts.facts import HostFacts
 from repro.hosts.inventory import Inventory
 from repro.manifest.compat import table
 from repro.manifest.schema import Stack
+from repro.manifest.software import Software, mismatches
 from repro.manifest.versions import parse_version
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -294,11 +295,35 @@ def _consistency(facts: list[HostFacts]) -> Iterable[Check]:
             yield Check(CLUSTER, "consistency", WARN, f"{label} differs across hosts: {listing}")
 
 
+def _software(host: str, found: Software | str | None, stack: Stack | None, backend: str) -> Iterable[Check]:
+    """The host runtime's needs: the hosts' own Python, TensorFlow, Horovod and MPI, as the stack pins them."""
+    if found is None:
+        return
+    if isinstance(found, str):
+        yield Check(host, "software", FAIL, f"host runtime: cannot check the installed software: {found}")
+        return
+    if stack is None:
+        yield Check(host, "software", OK, f"python {found.python or '?'}, tensorflow {found.tensorflow or 'none'}, "
+                    f"horovod {found.horovod or 'none'}, {found.mpi or 'no MPI'} (no stack to check them against)")
+        return
+    problems = mismatches(stack, found, where="host", backend=backend)
+    for problem in problems:
+        yield Check(host, "software", FAIL, f"host runtime: {problem} (the stack's versions must be installed "
+                    "on the host: scripts/setup.sh does for the CPU stacks; or use --runtime docker)")
+    if not problems:
+        yield Check(host, "software", OK, f"python {found.python}, tensorflow {found.tensorflow}, horovod "
+                    f"{found.horovod}, {found.mpi}: as stack {stack.name} pins (host runtime)")
+
+
 def evaluate(facts: Mapping[str, HostFacts], stack: Stack | None = None, inventory: Inventory | None = None,
-             missing: Mapping[str, str] | None = None) -> Readiness:
+             missing: Mapping[str, str] | None = None, *, runtime: str | None = None,
+             software: Mapping[str, Software | str] | None = None, backend: str = "mpi") -> Readiness:
     """Checks for every host (inventory order when given) plus cross-host consistency.
 
     `missing` maps hosts without facts to the reason (e.g. "unreachable: ssh: connect to host ... refused").
+    `runtime`: what the benchmark will run with; only its needs are checked (the Docker engine for docker,
+    the hosts' own software for host: `software` is what the host runtime's probe found, or why it failed).
+    None checks every runtime's needs that facts show (the Docker engine).
     """
     missing = dict(missing or {})
     order = [h.name for h in inventory.hosts] if inventory else []
@@ -318,7 +343,9 @@ def evaluate(facts: Mapping[str, HostFacts], stack: Stack | None = None, invento
         checks += _ofed(f, stack)
         checks += _gpudirect(f, stack)
         checks += _interface(f)
-        checks += _docker(f, stack)
+        if runtime in (None, "docker"):  # the engine matters to the runtime that runs containers through it
+            checks += _docker(f, stack)
+        checks += _software(host, (software or {}).get(host), stack, backend)
         checks += _dataset(f)
         checks += _config_check(f)
     checks += _consistency([facts[h] for h in order if h in facts])

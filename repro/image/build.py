@@ -65,6 +65,12 @@ class BuildOptions:
     docker_host: str | None = None
 
 
+def default_options() -> BuildOptions:
+    """The build options `repro up` uses when given no flag (a CA bundle from $PIP_CERT): what any other command
+    that names the image `repro up` would build (bench --dry-run) must use too, so that both name the same tag."""
+    return BuildOptions(ca_bundle=default_ca_bundle())
+
+
 @dataclass(frozen=True)
 class ContextFile:
     """One file of the build context: its name in the context and where its bytes come from."""

@@ -280,10 +280,14 @@ def locate_stack(text: str | Path) -> Path:
             candidate = folder / f"{text}.yaml"
             if candidate.is_file():
                 return candidate
+    names = sorted({p.stem for folder in (Path("stacks"), data_dir("stacks")) if folder.is_dir()
+                    for p in folder.glob("*.yaml")})
+    close = difflib.get_close_matches(path.stem, names, n=3)
     raise ManifestError(f"{text}: no such stack manifest",
                         [Diagnostic("neither a file nor the name of a stack in ./stacks or among repro's stacks",
-                                    Location(str(text)))],
-                        hint="give a manifest's path, or a name `repro stacks` lists")
+                                    Location(str(text)),
+                                    hint=(f"did you mean {' or '.join(close)}? " if close else "")
+                                    + "give a manifest's path, or a name `repro stacks` lists")])
 
 
 def load_stack(path: str | Path) -> LoadedStack:

@@ -11,6 +11,7 @@ repeats) of the same sweep that are missing or failed.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -35,6 +36,7 @@ from repro.results.provenance import HostFacts, ImageLock
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.redact import redact_tree
 from repro.results.store import Store, inventory_key
+from repro.workloads._common import step_of
 
 INTERRUPTED = "interrupted (Ctrl-C, or the terminal or a service manager stopped repro)"
 PROBE_AFTER_FAILURE_S = 5.0
@@ -52,6 +54,7 @@ class BenchOptions:
     timeout: float = 1800.0
     resume: bool = False
     dry_run: bool = False
+    warmup: str = steady.FIXED  # which steps the figures use (fixed or auto): what the warm-up warnings speak of
     site: dict[str, Any] = field(default_factory=dict)  # batch site settings given as flags, by inventory variable
 
 
@@ -70,13 +73,28 @@ class BenchResult:
         return [r for r in self.records if r.status != "ok"]
 
 
+STEP_LINE_EVERY_S = 10.0  # a training step's progress line in a log: one per this many seconds (and the last)
+
+
 class LineProgress:
     """Progress as plain lines on stderr (logs, CI); the CLI shows a live bar on terminals instead."""
 
-    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+    def __init__(self, write: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic
+                 ) -> None:
         self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.clock = clock
+        self.step_shown = -STEP_LINE_EVERY_S
+
+    def status(self, text: str) -> None:
+        """What is happening before the points run (checking hosts, probing their software)."""
+        self.write(text)
 
     def message(self, text: str) -> None:
+        step = step_of(text)
+        if step is not None and step[2] and step[0] < step[1]:  # training steps: a line every few seconds
+            if self.clock() - self.step_shown < STEP_LINE_EVERY_S:
+                return
+            self.step_shown = self.clock()
         self.write(text)
 
     def running(self, n: int, total: int, label: str, where: str) -> None:
@@ -155,9 +173,9 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
         if image is not None:
             ref = image.tag
         elif options.dry_run:
-            from repro.image.build import plan_build
+            from repro.image.build import default_options, plan_build
 
-            ref = plan_build(loaded, check_inputs=False).tag  # what `repro up` would build
+            ref = plan_build(loaded, default_options(), check_inputs=False).tag  # what `repro up` would build
         else:
             from repro.image.lock import read_lock
 
@@ -241,14 +259,25 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
                              launcher=sw.launcher(options, sw.points[0]), progress=progress.message)
             sw = replace(sw, facts=store.facts(inventory))
         else:
+            names = ", ".join(h.name for h in hosts)
             if not runs:  # the same hosts for every stack: checked once
+                progress.status(f"checking SSH to {names}")
                 check_hosts(hosts)
             removed = runtime.cleanup_stale(hosts)
             if removed:
                 progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
-            report = runtime.prepare(hosts, backend=backend)
+            progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime)}")
+            report = runtime.prepare(hosts, backend=backend, progress=progress.message)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
     return _run_sweeps(runs, options, progress)
+
+
+def _preparing(runtime: Runtime) -> str:
+    """What the runtime's prepare() does, in its own words (the first sentence of its docstring), for the line a
+    sweep shows while it waits for it (the host runtime's software probe takes up to a minute)."""
+    doc = " ".join((type(runtime).prepare.__doc__ or "").split())
+    sentence = doc.split(". ")[0].split("; ")[0].rstrip(".")
+    return (sentence[:1].lower() + sentence[1:]) if sentence else "checking what it needs on the hosts"
 
 
 def check_hosts(hosts: list[Host]) -> None:
@@ -300,6 +329,15 @@ class _Run:
                                 returncode=outcome.returncode, failure=outcome.failure, unreachable=unreachable,
                                 launcher=plan.launcher_name)
 
+    def warnings(self, rec: RunRecord) -> tuple[str, ...]:
+        """The warm-up warnings of a successful throughput run, for the steps its figures use (--warmup); none for
+        other kinds (an all-reduce or time-to-accuracy run has no steady state of step times to reach)."""
+        from repro.workloads.catalog import kind_of
+
+        if rec.status != "ok" or kind_of(rec.settings.workload) != "throughput":
+            return ()
+        return steady.warnings(rec, self.options.warmup)
+
     def point(self, point: Settings, repeat: int, label: str, n: int, total: int, *, pair: str | None = None) -> None:
         """Plan, run, collect and store one repeat of one point (Ctrl-C: stored as interrupted, then raised)."""
         placement = self.sweep.placements[point.workers]
@@ -336,7 +374,7 @@ class _Run:
             self.progress.message(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} "
                                   "(unreachable); the next run removes what is left there")
         self.progress.finished(n, total, label, _summary(rec))
-        for warning in steady.warnings(rec) if rec.status == "ok" else ():
+        for warning in self.warnings(rec):
             self.progress.message(f"    warning: {warning}")
         if rec.status != "ok" and rec.log_tail:
             last = rec.log_tail.splitlines()[-FAILURE_LINES:]
@@ -372,8 +410,9 @@ def _describe(point: Settings, repeat: int, repeats: int) -> str:
     batch = f" batch/worker={point.batch_per_worker}" if point.batch_per_worker else ""
     extra = f" backend={point.backend}" if point.workload == "allreduce" else ""
     xla = " xla" if point.xla else ""
+    threads = f" threads={point.threads}" if point.threads else ""
     rep = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
-    return f"{what} workers={point.workers}{batch}{xla}{extra}{rep}"
+    return f"{what} workers={point.workers}{batch}{threads}{xla}{extra}{rep}"
 
 
 def _summary(rec: RunRecord) -> str:

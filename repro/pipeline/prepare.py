@@ -13,10 +13,11 @@ from typing import Any
 
 from repro.hosts import prepare as hosts_prepare
 from repro.hosts.ansible import HostOutcome, PlaybookRun, RunOutcome, TaskResult, run_playbook, secret_values
-from repro.hosts.inventory import Inventory, load_inventory
+from repro.hosts.inventory import Host, Inventory, load_inventory
 from repro.hosts.readiness import Readiness, evaluate
 from repro.hosts.remote import port_failures
 from repro.manifest import LoadedStack
+from repro.manifest.software import Software
 from repro.results.provenance import HostFacts
 from repro.results.store import Store, inventory_key
 
@@ -34,6 +35,7 @@ class PrepareResult:
     facts_paths: dict[str, Path] = field(default_factory=dict)
     readiness: Readiness | None = None
     data_dir: Path | None = None
+    runtime: str | None = None  # the runtime readiness was checked for
 
     @property
     def failed_hosts(self) -> list[HostOutcome]:
@@ -43,12 +45,17 @@ class PrepareResult:
 def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tags: tuple[str, ...] = (),
             check: bool = False, check_only: bool = False, store_root: str | Path | None = None,
             dry_run: bool = False, limit: str | None = None, extra_vars: Mapping[str, Any] | None = None,
-            progress: Callable[[TaskResult], None] | None = None, timeout: int | None = None) -> PrepareResult:
-    """Prepare (or with check_only, only check) the inventory's hosts; store facts; evaluate readiness."""
+            progress: Callable[[TaskResult], None] | None = None, timeout: int | None = None,
+            runtime: str | None = None) -> PrepareResult:
+    """Prepare (or with check_only, only check) the inventory's hosts; store facts; evaluate readiness for the
+    runtime the benchmark will use (`runtime`, else the one `repro bench` would choose for this inventory)."""
+    from repro.pipeline.bench import choose_runtime
+
     inventory = load_inventory(inventory_path)
+    runtime = choose_runtime(inventory, runtime)
     store = Store(store_root)
     lock = store.lock(stack.hash) if stack and not dry_run else None
-    run = hosts_prepare.plan(inventory_path, stack=stack, lock=lock, tags=tags, check=check, check_only=check_only,
+    run = hosts_prepare.plan(inventory.path, stack=stack, lock=lock, tags=tags, check=check, check_only=check_only,
                              limit=limit, extra_vars=extra_vars)
     if dry_run:
         return PrepareResult(run, inventory, None)
@@ -66,5 +73,26 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
     facts = hosts_prepare.gathered_facts(outcome, inventory)
     paths = {host: store.put_facts(inventory, host, f) for host, f in facts.items()}
     missing = hosts_prepare.missing_facts(outcome, inventory, facts, limit)
-    readiness = evaluate(facts, stack.stack if stack else None, inventory, missing)
-    return PrepareResult(run, inventory, outcome, facts, paths, readiness, runs / ident)
+    # the host runtime's probe imports TensorFlow on every host (up to a minute): for --check-only, which asks
+    software = host_software([h for h in inventory.hosts if h.name in facts]) if runtime == "host" and check_only \
+        else None
+    readiness = evaluate(facts, stack.stack if stack else None, inventory, missing, runtime=runtime,
+                         software=software)
+    return PrepareResult(run, inventory, outcome, facts, paths, readiness, runs / ident, runtime)
+
+
+def host_software(hosts: list[Host]) -> dict[str, Software | str]:
+    """What the host runtime finds on each host (its probe, in parallel), or why it could not look."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from repro.errors import ReproError
+    from repro.launch.runtimes.host import probe_host
+
+    def one(host: Host) -> Software | str:
+        try:
+            return probe_host(host)
+        except ReproError as exc:
+            return exc.message.splitlines()[0]
+
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
+        return dict(zip([h.name for h in hosts], pool.map(one, hosts), strict=True))

@@ -34,7 +34,7 @@ from repro.results.record import RunRecord
 from repro.results.report import setting_text
 from repro.results.summary import GB, AllreduceSweep, allreduce_sweeps
 
-SERIES_KEYS = ("workload", "model", "batch", "precision", "xla", "data")
+SERIES_KEYS = ("workload", "model", "batch", "precision", "xla", "data", "threads")
 
 
 def stack_labels(rows: Sequence[ScalingRow]) -> dict[str, str]:

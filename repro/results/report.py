@@ -19,7 +19,7 @@ from repro.results import stats
 from repro.results.metrics import ScalingRow
 
 STEP_FOOTNOTE = "* one run: its ± covers step noise only, not the run-to-run variation"
-SETTINGS = ("stack", "workload", "model", "batch", "precision", "xla", "data", "data_format", "hosts")
+SETTINGS = ("stack", "workload", "model", "batch", "precision", "xla", "data", "data_format", "threads", "hosts")
 
 
 def interval_caption(confidence: float = stats.DEFAULT_CONFIDENCE) -> str:
@@ -41,7 +41,8 @@ def scaling_data(row: ScalingRow) -> dict[str, Any]:
     return {
         "stack": p.stack, "stack_hash": p.stack_hash, "workload": s.workload, "model": s.model,
         "batch": s.batch_per_worker, "global_batch": s.global_batch, "precision": s.precision, "xla": s.xla,
-        "data": s.data, "data_format": s.data_format, "workers": s.workers, "hosts": s.hosts, "extra": dict(s.extra),
+        "data": s.data, "data_format": s.data_format, "threads": s.threads, "workers": s.workers, "hosts": s.hosts,
+        "extra": dict(s.extra),
         "images_per_sec": _finite(p.images_per_sec), "low": low, "high": _finite(est.high) if est else None,
         "interval": est.scope if low is not None else None,
         "source": "+".join(p.sources) or None, "per_worker": _finite(p.per_worker),
@@ -74,7 +75,8 @@ def setting_text(key: str, d: dict[str, Any]) -> str:
         return f"{key if key != 'xla' else 'XLA'} unknown"
     return {"stack": f"stack {cell}" + (f" (hash {d['stack_hash']})" if d.get("stack_hash") else ""),
             "batch": f"batch {cell} per worker", "xla": f"XLA {cell}", "precision": cell,
-            "hosts": f"{cell} host{'s' if cell != '1' else ''}"}.get(key, f"{key} {cell}")
+            "hosts": f"{cell} host{'s' if cell != '1' else ''}",
+            "threads": f"{cell} intra-op thread{'s' if cell != '1' else ''} per worker"}.get(key, f"{key} {cell}")
 
 
 def _noise(d: dict[str, Any]) -> str:
@@ -88,7 +90,7 @@ def _order(rows: Sequence[ScalingRow]) -> list[ScalingRow]:
     def key(r: ScalingRow) -> tuple:
         s = r.point.settings
         return (r.point.stack, s.workload, str(s.model), sorted((k, str(v)) for k, v in s.extra.items()),
-                s.batch_per_worker or 0, s.workers, s.hosts or 0)
+                s.batch_per_worker or 0, s.threads or 0, s.workers, s.hosts or 0)
 
     return sorted(rows, key=key)
 
@@ -126,7 +128,7 @@ def scaling_document(rows: Sequence[ScalingRow], *, title: str = "") -> Document
     """The scaling table (workers, images/sec ±, per worker, speedup, efficiency, across-node efficiency)."""
     data = [scaling_data(r) for r in _order(rows)]
     same, varying = constant_settings([{k: setting_cell(k, d) for k in SETTINGS} for d in data], SETTINGS)
-    settings = [(Column(k if k != "batch" else "batch/worker", numeric=k in ("batch", "hosts")),
+    settings = [(Column(k if k != "batch" else "batch/worker", numeric=k in ("batch", "threads", "hosts")),
                  [setting_cell(k, d) for d in data]) for k in varying if k != "hosts"]
     columns = [*settings, *_figures(data, "hosts" in varying)]
     said = [t for k in same if (t := setting_text(k, data[0]))] if data else []

@@ -1,6 +1,7 @@
 """The results store: a directory of JSON files, one per record, written atomically, with an index beside them.
 
-Layout under the store root (default ./results, or $REPRO_STORE); docs/store.md describes it in full:
+Layout under the store root (default ./results, or $REPRO_STORE, or [site] store in repro.toml; docs/store.md
+describes it in full):
 
     runs/<stack-hash>/<record-id>.json   one RunRecord each: the truth, human-readable
     index.sqlite                         what each record file holds, for fast queries (repro.results.index);
@@ -23,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -44,8 +44,10 @@ MAX_WARNINGS = 10  # unreadable files named one per line; more are counted
 
 
 def default_root() -> Path:
-    """$REPRO_STORE, else ./results."""
-    return Path(os.environ.get("REPRO_STORE", DEFAULT_ROOT))
+    """$REPRO_STORE, else the site configuration's [site] store (repro.resources), else ./results."""
+    from repro.resources import store_root
+
+    return store_root(DEFAULT_ROOT)
 
 
 class HostLike(Protocol):

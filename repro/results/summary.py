@@ -311,19 +311,65 @@ def _tta_cells(d: dict[str, Any], failure_ref: str) -> list[str]:
             percent(d["final_top5"]), number(d["compute_s"]), number(d["communication_s"])]
 
 
+def _mean(values: Sequence[Any]) -> float | None:
+    vals = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _tta_aggregate(group: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A point's runs summed up as `repro compare` sums up a side: means over the runs that finished (time to
+    accuracy: over those that reached the target), with how many reached it."""
+    ok = [d for d in group if d["status"] == "ok"]
+    reached = [d for d in ok if d["reached"]]
+    first = group[0]
+    return {"id": None, "aggregate": True, "stack": first["stack"], "stack_hash": first["stack_hash"],
+            "workers": first["workers"], "hosts": first["hosts"], "status": "ok" if ok else "failed",
+            "target": first["target"], "runs": len(group), "ok_runs": len(ok), "reached_runs": len(reached),
+            "reached": bool(reached), "time_to_accuracy_s": _mean([d["time_to_accuracy_s"] for d in reached]),
+            **{k: _mean([d[k] for d in ok]) for k in ("epochs", "final_top1", "final_top5", "compute_s",
+                                                      "communication_s")},
+            "failure": None}
+
+
+def _tta_groups(data: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for d in data:
+        groups.setdefault((d["stack_hash"], d["workers"], d["hosts"], d["target"]), []).append(d)
+    return list(groups.values())
+
+
+def _tta_aggregate_cells(d: dict[str, Any]) -> list[str]:
+    tta = number(d["time_to_accuracy_s"]) if d["reached"] else "not reached"
+    epochs = "-" if d["epochs"] is None else f"{d['epochs']:.1f}"
+    return [f"{tta} ({d['reached_runs']}/{d['runs']} reached)", epochs, percent(d["final_top1"]),
+            percent(d["final_top5"]), number(d["compute_s"]), number(d["communication_s"])]
+
+
 def tta_document(records: Sequence[RunRecord]) -> Document:
-    """One row per time-to-accuracy run: time, epochs, final accuracy, compute and communication time."""
-    data = [_tta_data(r) for r in records if _kind(r.settings.workload) == "tta"]
+    """One row per time-to-accuracy run (time, epochs, final accuracy, compute and communication time), and per
+    point of several runs an aggregate row: the means, and how many runs reached the target."""
+    runs = [_tta_data(r) for r in records if _kind(r.settings.workload) == "tta"]
+    groups = _tta_groups(runs)
+    several = any(len(g) > 1 for g in groups)
+    data: list[dict[str, Any]] = []
+    for group in groups:
+        for i, d in enumerate(group):
+            data.append({**d, "aggregate": False, "run": i + 1})
+        if len(group) > 1:
+            data.append({**_tta_aggregate(group), "run": "mean"})
     shown = [{"stack": d["stack"], "workers": d["workers"], "target": d["target"]} for d in data]
     same, varying = constant_settings(shown, TTA_KEYS)
     varying = [k for k in varying if k != "workers"]
-    failures = [d for d in data if d["status"] != "ok"]
+    failures = [d for d in data if d["status"] != "ok" and not d["aggregate"]]
     refs = {id(d): f"[{i + 1}]" for i, d in enumerate(failures)}
-    cols = [Column(k, numeric=k != "stack") for k in varying] + [
-        Column("workers", True), Column("time to accuracy (s)", True), Column("epochs", True),
+    cols = [Column(k, numeric=k != "stack") for k in varying] + [Column("workers", True)] + (
+        [Column("run", True)] if several else []) + [
+        Column("time to accuracy (s)", True), Column("epochs", True),
         Column("top-1", True), Column("top-5", True), Column("compute (s)", True), Column("communication (s)", True)]
     cells = tuple(tuple([*(str(d[k]) if d[k] is not None else "-" for k in varying), str(d["workers"]),
-                         *_tta_cells(d, refs.get(id(d), ""))]) for d in data)
+                         *([str(d["run"])] if several else []),
+                         *(_tta_aggregate_cells(d) if d["aggregate"] else _tta_cells(d, refs.get(id(d), "")))])
+                  for d in data)
     first = data[0] if data else {}
     said = {"stack": f"stack {first.get('stack')} (hash {first.get('stack_hash')})",
             "target": f"target top-1 {percent(first.get('target'))}"}
@@ -331,6 +377,10 @@ def tta_document(records: Sequence[RunRecord]) -> Document:
     caption.append("time to accuracy: seconds from the start of training until validation top-1 first reached "
                    "the target; top-1/top-5: final validation accuracy; compute/communication: seconds per worker "
                    "over all epochs; one row per run")
+    if several:
+        caption.append("mean: the point's runs summed up as `repro compare` does: time to accuracy averaged over "
+                       "the runs that reached the target (k/n reached), the other figures over the runs that "
+                       "finished")
     notes = [f"{refs[id(d)]} {d['failure']}" for d in failures]
     return Document((Table(tuple(cols), cells, tuple(data), title="Time to accuracy",
                            caption=tuple(c for c in caption if c), notes=tuple(notes), name="tta"),))
@@ -338,6 +388,55 @@ def tta_document(records: Sequence[RunRecord]) -> Document:
 
 def tta_report(records: Sequence[RunRecord], fmt: str = "table") -> str:
     return render(tta_document(records), fmt)
+
+
+KIND_ORDER = ("throughput", "allreduce", "tta")  # the comparison kinds of repro.workloads' specs
+
+
+def by_kind(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
+    """The records of each comparison kind present, in KIND_ORDER (an unknown kind last)."""
+    from repro.workloads.catalog import kind_of
+
+    out: dict[str, list[RunRecord]] = {}
+    for rec in records:
+        out.setdefault(kind_of(rec.settings.workload), []).append(rec)
+    return {k: out[k] for k in sorted(out, key=lambda k: KIND_ORDER.index(k) if k in KIND_ORDER else 99)}
+
+
+def results_document(records: Sequence[RunRecord], *, warmup: str = "fixed", baseline_workers: int | None = None,
+                     link: float | None = None) -> Document:
+    """Every kind's report of these records, one after the other (`repro results table`); json: one kind's data
+    as `repro bench` writes it, several kinds' as {kind: data}."""
+    docs = {kind: sweep_document(group, warmup=warmup, baseline_workers=baseline_workers, link=link)
+            for kind, group in by_kind(records).items()}
+    if len(docs) == 1:
+        return next(iter(docs.values()))
+
+    def data(doc: Document) -> Any:
+        if doc.data is not None:
+            return doc.data
+        return [dict(row) for t in doc.tables for row in t.data]
+
+    return Document(tuple(b for d in docs.values() for b in d.blocks),
+                    data={kind: data(doc) for kind, doc in docs.items()})
+
+
+def headline(record: RunRecord) -> tuple[float | None, str]:
+    """One run's figure and its unit, for a listing: images/sec; all-reduce: Horovod's average bus bandwidth
+    (GB/s, as nccl-tests' "Avg bus bandwidth"); time to accuracy: seconds (None when not reached)."""
+    from repro.results.metrics import throughput
+    from repro.workloads.catalog import kind_of
+
+    kind = kind_of(record.settings.workload)
+    if kind == "allreduce":
+        sweeps = allreduce_sweeps([record])
+        value = sweeps[0].average_busbw("horovod") if sweeps else None
+        return (value / GB if value is not None else None), "GB/s busbw"
+    if kind == "tta":
+        m = record.metrics if record.status == "ok" else {}
+        value = m.get("time_to_accuracy_s") if m.get("reached") else None
+        return (float(value) if isinstance(value, (int, float)) else None), "s to accuracy"
+    return throughput(record), "images/sec"
 
 
 def sweep_document(records: Sequence[RunRecord], *, warmup: str = "fixed", baseline_workers: int | None = None,

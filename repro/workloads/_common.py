@@ -304,6 +304,19 @@ def progress(message: str) -> None:
     sys.stderr.flush()
 
 
+STEP_LINE = re.compile(r"\s*\[(\d+)/(\d+)\]( step\b)?")
+
+
+def step_of(line: str) -> tuple[int, int, bool] | None:
+    """(k, N, a training step?) of a progress line '[k/N] ...' ('[k/N] step ...': one training step of N), else
+    None: how repro reads how far a running point is (repro.cli.progress)."""
+    m = STEP_LINE.match(line)
+    if not m:
+        return None
+    k, n = int(m.group(1)), int(m.group(2))
+    return (k, n, bool(m.group(3))) if 0 <= k <= n and n > 0 else None
+
+
 def log(message: str) -> None:
     """Progress output: stderr, so stdout holds only the result line."""
     sys.stderr.write(message + "\n")

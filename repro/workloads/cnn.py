@@ -195,6 +195,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     losses: list[float] = []
     total = args.warmup_steps + args.steps
     clock = time.perf_counter
+    shown = -1.0  # when rank 0 last printed a step line: at most 2 a second, the first and the last always
     for step in range(total):
         began = clock()
         x, y = next_batch()
@@ -205,8 +206,10 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         if step == 0:
             hvd.broadcast_variables(model.variables, root_rank=0)
             hvd.broadcast_variables(_optimizer_variables(optimizer), root_rank=0)
-        if world.rank == 0 and (step + 1) % 10 == 0:
-            common.log(f"cnn: step {step + 1}/{total} loss {loss:.4f} {elapsed * 1000:.1f} ms")
+        if world.rank == 0 and (step in (0, total - 1) or clock() - shown >= 0.5):
+            shown = clock()  # repro shows it as the point's progress and its ETA from these step times
+            phase = "warm-up" if step < args.warmup_steps else "measured"
+            common.progress(f"[{step + 1}/{total}] step ({phase}) loss {loss:.4f} {elapsed * 1000:.1f} ms")
 
     params = int(model.count_params())
     settings.update(

@@ -4,6 +4,7 @@ directory (no checkout anywhere on its path)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +22,31 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], check: bool = True) -> 
     return proc
 
 
+BUILD_WARNING = re.compile(r"BuildBackendWarning|SetuptoolsDeprecationWarning|SetuptoolsWarning|would be ignored|"
+                           r"is absent from the `packages`|deprecated")
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """A venv holding the wheel built from this checkout and only repro's required dependencies."""
+def built(tmp_path_factory) -> tuple[Path, str]:
+    """The wheel built from this checkout, and what the build printed (verbose: every warning setuptools gives)."""
     base = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(base / "dist")], check=True, capture_output=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-v",
+                           "-w", str(base / "dist")], check=True, capture_output=True, text=True, timeout=600)
     (wheel,) = (base / "dist").glob("repro-*.whl")
+    return wheel, proc.stdout + proc.stderr
+
+
+def test_building_the_wheel_gives_no_packaging_warnings(built):
+    """The quick start installs repro: its own packaging (license, data packages) warns about nothing."""
+    _, output = built
+    assert not [line for line in output.splitlines() if BUILD_WARNING.search(line)], output[-3000:]
+
+
+@pytest.fixture(scope="module")
+def installed(built, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A venv holding the wheel built from this checkout and only repro's required dependencies."""
+    base = tmp_path_factory.mktemp("venv")
+    wheel, _ = built
     subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True, timeout=300)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "REPRO_STORE")}
     env["PATH"] = f"{base / 'venv' / 'bin'}:{env.get('PATH', '')}"

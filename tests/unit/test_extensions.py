@@ -80,7 +80,7 @@ class SubprocessRuntime:
         argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, [], interface="lo", ssh=None, forwarded=())
         return LaunchPlan(point, placement, cls.name, ctx.launcher, {}, argv, argv)
 
-    def prepare(self, hosts, backend) -> RuntimeReport:
+    def prepare(self, hosts, backend, via=None, progress=None) -> RuntimeReport:
         return RuntimeReport()
 
     def cleanup_stale(self, hosts) -> list[str]:

@@ -341,3 +341,29 @@ def test_a_hostname_resolving_to_loopback_warns_about_gloo_and_shared_names_warn
 def test_a_hostname_resolving_to_its_address_is_ok():
     check = by_name(evaluate({"c4140-1": facts(c4140_raw(1))}), "c4140-1")["hostname"]
     assert check.status == OK and "192.168.11.1" in check.message
+
+
+def test_readiness_checks_what_the_chosen_runtime_needs():
+    """The quick start's localhost with no Docker: ready for the host runtime (which needs the hosts' own
+    TensorFlow, Horovod and MPI as the stack pins them), not ready for the docker runtime."""
+    from repro.manifest.software import Software
+
+    raw = cpu_raw()
+    raw["docker"] = {"docker_host": None, "client": ABSENT, "info": ABSENT, "dockerd": ABSENT}
+    raw["network"] = {"sysfs": {"lo": {"type": "772", "mtu": "65536", "operstate": "unknown", "speed": None}},
+                      "ip": _ran(json.dumps([{"ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"], "mtu": 65536,
+                                              "operstate": "UNKNOWN", "link_type": "loopback", "addr_info": [
+                                                  {"family": "inet", "local": "127.0.0.1", "prefixlen": 8}]}]))}
+    local = {"localhost": facts(raw, "localhost", repro_interface="lo")}
+    good = Software(python="3.11.7", tensorflow="2.15.1", horovod="0.28.1", mpi="openmpi 4.1.4",
+                    horovod_built={"tensorflow": True, "mpi": True, "gloo": True, "nccl": False})
+    host = evaluate(local, CPU, runtime="host", software={"localhost": good})
+    assert host.ok, [c.line() for c in host.failed]
+    checks = by_name(host, "localhost")
+    assert "docker" not in checks and checks["software"].status == OK and "2.15.1" in checks["software"].message
+    assert not evaluate(local, CPU, runtime="docker").ok  # the docker runtime needs the engine
+    old_tf = good.model_copy(update={"tensorflow": "2.12.1"})
+    bad = by_name(evaluate(local, CPU, runtime="host", software={"localhost": old_tf}), "localhost")["software"]
+    assert bad.status == FAIL and "tensorflow" in bad.message and "2.15.1" in bad.message
+    gone = evaluate(local, CPU, runtime="host", software={"localhost": "cannot run python3"})
+    assert by_name(gone, "localhost")["software"].status == FAIL

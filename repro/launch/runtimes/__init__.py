@@ -8,7 +8,7 @@
         def __init__(self, stack, image): ...
         @classmethod
         def job(cls, point, placement, ctx, nodes) -> JobStep: ...  # pure: the ranks inside a batch job
-        def prepare(self, hosts, backend, via=None) -> RuntimeReport: ...  # checks before any worker starts
+        def prepare(self, hosts, backend, via=None, progress=None) -> RuntimeReport: ...  # checks first
         def cleanup_stale(self, hosts) -> list[str]: ...            # what an interrupted run left behind
         def run(self, plan, timeout, progress=None) -> Outcome: ...  # run one point, always clean up
 
@@ -132,7 +132,8 @@ class Runtime(Protocol):
     def job(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext,
             nodes: tuple[Host, ...]) -> JobStep: ...
 
-    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None) -> RuntimeReport: ...
+    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None,
+                progress: Callable[[str], None] | None = None) -> RuntimeReport: ...
 
     def cleanup_stale(self, hosts: list[Host]) -> list[str]: ...
 

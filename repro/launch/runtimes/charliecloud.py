@@ -17,6 +17,9 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
@@ -53,6 +56,31 @@ def wrapper(image: str, dataset: str | None) -> str:
         "through them).", '--private-tmp --bind="$PMIX_SERVER_TMPDIR" --bind="$(repro_node_path TmpFS)"',
         [shlex.quote(f"--bind={dataset}:{CONTAINER_DATA}")] if dataset else [],
         f'ch-run "${{binds[@]}}" {shlex.quote(f"--set-env={image}/ch/environment")} {shlex.quote(image)} -- "$@"')
+
+
+def run_streaming(argv: list[str], env: dict[str, str], timeout: float,
+                  line: Callable[[str], None]) -> tuple[int, str]:
+    """Run argv, handing each line of its output (stdout and stderr) to `line` as it comes; (exit status, its last
+    lines). Killed after `timeout` seconds (a negative status then: -9)."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace")
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    tail: deque[str] = deque(maxlen=20)
+    try:
+        assert proc.stdout is not None
+        for text in proc.stdout:
+            text = text.rstrip()
+            if text:
+                tail.append(text)
+                line(text)
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return code, "\n".join(tail)
 
 
 @RUNTIMES.register("charliecloud")
@@ -92,8 +120,9 @@ class CharliecloudRuntime:
         image = image_dir(host, self.image.tag)
         return ["ch-run", f"--set-env={image}/ch/environment", image, "--", *argv]
 
-    def convert(self, host: Host) -> str:
-        """The image as a directory (converted from the local engine once per image id); its path."""
+    def convert(self, host: Host, progress: Callable[[str], None] | None = None) -> str:
+        """The image as a directory (converted from the local engine once per image id); its path. ch-convert's
+        own lines go to `progress` as they come (a TensorFlow image takes minutes)."""
         target = Path(image_dir(host, self.image.tag))
         marker = target / ID_FILE
         if marker.exists() and marker.read_text().strip() == self.image.image_id:
@@ -105,20 +134,26 @@ class CharliecloudRuntime:
         shutil.rmtree(partial, ignore_errors=True)
         partial.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "USER": os.environ.get("USER") or "root"}
-        proc = subprocess.run(["ch-convert", "-i", "docker", self.image.tag, str(partial)], env=env,
-                              capture_output=True, text=True, timeout=CONVERT_TIMEOUT_S, check=False)
-        if proc.returncode != 0:
+        say = progress or (lambda _line: None)
+        say(f"converting {self.image.tag} for Charliecloud into {target} with ch-convert (once per image id; "
+            "minutes for a TensorFlow image)")
+        began = time.monotonic()
+        code, tail = run_streaming(["ch-convert", "-i", "docker", self.image.tag, str(partial)], env,
+                                   CONVERT_TIMEOUT_S, lambda line: say(f"  ch-convert: {line}"))
+        if code != 0:
             shutil.rmtree(partial, ignore_errors=True)
-            raise LaunchError(f"ch-convert of {self.image.tag} failed: {(proc.stderr or proc.stdout)[-500:]}")
+            raise LaunchError(f"ch-convert of {self.image.tag} failed (status {code}): {tail[-500:]}")
+        say(f"converted {self.image.tag} in {time.monotonic() - began:.0f} s")
         (partial / ID_FILE).write_text(self.image.image_id + "\n")
         shutil.rmtree(target, ignore_errors=True)
         partial.rename(target)
         return str(target)
 
-    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None) -> RuntimeReport:
+    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None,
+                progress: Callable[[str], None] | None = None) -> RuntimeReport:
         """Convert the image (once per image id: minutes for a TensorFlow image), then check on every node that
         ch-run starts it."""
-        image = self.convert(hosts[0])
+        image = self.convert(hosts[0], progress)
         problems = []
         for host in hosts:
             if via is None:

@@ -110,7 +110,8 @@ class DockerRuntime:
         with Remote(host) as remote:
             return remote.run(argv, timeout=timeout, input=data, check=check)
 
-    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None) -> RuntimeReport:
+    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None,
+                progress: Callable[[str], None] | None = None) -> RuntimeReport:
         """Check, on every host at once, that its engine answers and holds the locked image; the report carries
         the image ids found. LaunchError naming each host and what is wrong there."""
         def one(host: Host) -> tuple[str, str | None, str | None]:

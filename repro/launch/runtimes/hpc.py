@@ -31,6 +31,7 @@ class _ImageFile:
     batch_only: ClassVar[bool] = True
     images_var: ClassVar[str]  # inventory variable: the directory of the image files
     suffix: ClassVar[str]
+    binary: ClassVar[str]  # the program that runs the image on a node: looked for before anything is submitted
 
     def __init__(self, stack: Stack, image: ImageLock | None) -> None:
         if image is None:
@@ -58,18 +59,26 @@ class _ImageFile:
     def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
         raise LaunchError(f"the {cls.name} runtime runs inside batch jobs only", hint="use --scheduler slurm")
 
-    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None) -> RuntimeReport:
-        """The image file must be readable on every node (through srun)."""
-        problems = []
+    def prepare(self, hosts: list[Host], backend: str, via: Via | None = None,
+                progress: Callable[[str], None] | None = None) -> RuntimeReport:
+        """The runtime's program must be on every node's PATH and the image file readable there (through srun)."""
+        missing, absent = [], []
         for host in hosts if via is not None else ():
             path = self.image_file(host, self.image.tag)
             with via(host) as node:
+                found = node.run(["sh", "-c", 'command -v "$1"', "sh", self.binary], timeout=120)
                 res = node.run(["test", "-r", path], timeout=120)
+            if not found.ok:
+                missing.append(f"{host.name}: {self.binary}: not found on the PATH")
             if not res.ok:
-                problems.append(f"{host.name}: {path} is not there ({res.tail(2) or 'not readable'})")
-        if problems:
+                absent.append(f"{host.name}: {path} is not there ({res.tail(2) or 'not readable'})")
+        if missing:
+            raise LaunchError(f"the {self.name} runtime's program is missing; nothing was submitted\n  "
+                              + "\n  ".join(missing + absent),
+                              hint=f"install {self.binary} on the nodes (or choose another --runtime)")
+        if absent:
             raise LaunchError(f"the {self.name} image file is missing; nothing was submitted\n  "
-                              + "\n  ".join(problems), hint=self.make_hint(self.image.tag, "FILE"))
+                              + "\n  ".join(absent), hint=self.make_hint(self.image.tag, "FILE"))
         return RuntimeReport(image=self.image)
 
     @staticmethod
@@ -90,6 +99,7 @@ class PyxisRuntime(_ImageFile):
     name: ClassVar[str] = "pyxis"
     images_var: ClassVar[str] = "repro_enroot_images"
     suffix: ClassVar[str] = ".sqsh"
+    binary: ClassVar[str] = "enroot"  # pyxis runs the squashfs through enroot on the node
     batch_launchers: ClassVar[tuple[str, ...]] = ("srun",)  # pyxis is a plugin of srun
 
     @staticmethod
@@ -127,6 +137,7 @@ class ApptainerRuntime(_ImageFile):
     name: ClassVar[str] = "apptainer"
     images_var: ClassVar[str] = "repro_apptainer_images"
     suffix: ClassVar[str] = ".sif"
+    binary: ClassVar[str] = "apptainer"
 
     @staticmethod
     def make_hint(tag: str, path: str) -> str:

@@ -124,7 +124,7 @@ class Slurm:
                 client.must(["scontrol", "show", "partition", site.partition.split(",")[0]],
                             what=f"partition {site.partition}")
         progress(f"checking the {runtime.name} runtime for {', '.join(h.name for h in hosts)} (through srun)")
-        report = runtime.prepare(hosts, backend, via=via(site))
+        report = runtime.prepare(hosts, backend, via=via(site), progress=progress)
         self._check_mpi(runtime, hosts[0], launcher)
         facts, missing = gather_facts(site, hosts)
         for name, found in facts.items():
