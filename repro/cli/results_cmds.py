@@ -197,6 +197,11 @@ def cmd_show(args: argparse.Namespace) -> int:
               f"{sw.mpi}")
     if record.command:
         print(f"{'command:':16}{shlex.join(record.command)}")
+    if record.conditions is not None:
+        from repro.results.conditions import describe
+
+        for host, cond in record.conditions.hosts.items():
+            print(f"{'conditions:':16}{host}: {describe(cond)}")
     for r in record.ranks:
         steps = r.step_times
         mean = sum(steps) / len(steps) if steps else None

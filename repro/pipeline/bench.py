@@ -10,6 +10,7 @@ repeats) of the same sweep that are missing or failed.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,6 +21,7 @@ from repro.errors import HostError, InputError, Interrupted
 from repro.hosts.inventory import Host, Inventory
 from repro.hosts.remote import preflight
 from repro.launch import collect, diagnose
+from repro.launch.conditions import Sampler
 from repro.launch.launchers import LAUNCHERS, for_backend
 from repro.launch.placement import Placement, place
 from repro.launch.plan import LaunchPlan, PlanContext
@@ -198,7 +200,7 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
         plans = [sw.plan(sw.points[i], sw.context(one, options, sw.points[i], "dry-run"))
                  for i in range(len(sweeps[0].points)) for one, sw in zip(stacks, sweeps, strict=True)]
         return BenchResult(sweeps[0].id, plans=plans)
-    runs = []
+    runs: list[_Run] = []
     for one, sw in zip(stacks, sweeps, strict=True):
         runtime = create(sw.runtime, one.stack, sw.image)
         hosts = [pl.host for pl in sw.placements[max(sw.placements)]]
@@ -216,7 +218,20 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
                 progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
             report = runtime.prepare(hosts, backend=backend)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
-    return _run_sweeps(runs, options, progress)
+    with conditions_sampler(runs) as sampler:
+        for run in runs:
+            run.sampler = sampler
+        return _run_sweeps(runs, options, progress)
+
+
+def conditions_sampler(runs: Sequence[_Run]) -> contextlib.AbstractContextManager[Sampler | None]:
+    """One Sampler of the sweep's hosts for every stack's runs (direct scheduler only: a batch scheduler's
+    nodes need not answer SSH, and Slurm keeps its own accounting)."""
+    first = runs[0]
+    if getattr(first.sweep.scheduler, "prepare", None) is not None:
+        return contextlib.nullcontext()
+    hosts = [pl.host for pl in first.sweep.placements[max(first.sweep.placements)]]
+    return Sampler(hosts, gpu=first.loaded.stack.gpu)
 
 
 def check_hosts(hosts: list[Host]) -> None:
@@ -248,6 +263,7 @@ class _Run:
     progress: LineProgress
     records: list[RunRecord] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    sampler: Sampler | None = None  # the sweep's conditions sampler (None: not sampled)
 
     @property
     def stack_ref(self) -> StackRef:
@@ -285,9 +301,11 @@ class _Run:
             return
         plan = planned.value
         self.progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in placement))
+        sampling = self.sampler.run([p.host.name for p in placement]) if self.sampler else contextlib.nullcontext()
         try:
-            outcome = self.sweep.scheduler.execute(
-                plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
+            with sampling as taken:
+                outcome = self.sweep.scheduler.execute(
+                    plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
         except KeyboardInterrupt as exc:  # a batch scheduler cancelled the job first (its record rides along)
             self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, slurm=getattr(exc, "job", None)))
             kept = sum(1 for r in self.records if r.status == "ok")
@@ -297,6 +315,8 @@ class _Run:
         if outcome.placement is not None:  # the batch system chose the nodes: the record names those
             plan = replace(plan, placement=outcome.placement)
         rec = collect.record(point, plan, ctx, outcome, diagnose=partial(self.diagnose, plan))
+        if taken is not None and taken.conditions is not None:
+            rec = rec.model_copy(update={"conditions": taken.conditions})
         self.keep(rec)
         self.pending += [h for h in outcome.cleanup_pending if h not in self.pending]
         if outcome.cleanup_pending:
