@@ -112,7 +112,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         check_target(args.plot)  # before any work
     result = compare(args.old, args.new, store=Store(args.store), filters=filters_from(args),
-                     options=options_from(args)).comparison
+                     options=options_from(args), store_flag=args.store).comparison
     sys.stdout.write(render(result, args.format))
     if args.plot:
         from repro.compare.plot import plot

@@ -115,6 +115,7 @@ class Sweep:
     image_ref: str | None  # the tag to run (or, in a dry run without a lock, the tag `repro up` would build)
     facts: dict[str, HostFacts]
     scheduler: Any = None  # the scheduler, configured for this sweep (a batch scheduler: with the site's settings)
+    inventory: str | None = None  # the inventory file, as given (kept in each record's SweepRef)
 
     def launcher(self, options: BenchOptions, point: Settings) -> str:
         """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
@@ -161,7 +162,7 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
 
             image = read_lock(store, loaded)  # ImageError naming `repro up`
     sid = sweep_id(loaded.hash, inventory_key(inventory), points, options.repeats)
-    sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler)
+    sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler, inventory.path)
     check = getattr(scheduler, "check", None)
     for launcher in {sweep.launcher(options, p) for p in points} if check else ():
         check(runtime, launcher, spec.backends)
@@ -288,7 +289,8 @@ class _Run:
         """Plan, run, collect and store one repeat of one point (Ctrl-C: stored as interrupted, then raised)."""
         placement = self.sweep.placements[point.workers]
         ctx = collect.Context(self.stack_ref, self.report,
-                              SweepRef(id=self.sweep.id, point=point_key(point), repeat=repeat, pair=pair),
+                              SweepRef(id=self.sweep.id, point=point_key(point), repeat=repeat, pair=pair,
+                                       inventory=self.sweep.inventory),
                               self.sweep.runtime,
                               self.sweep.facts)
         run_id = new_id().split("-")[-1]

@@ -101,6 +101,7 @@ class SweepRef(_Frozen):
     # interleaved A/B sweeps (`repro bench --stack A --stack B`): the runs of every stack at the same point and
     # repeat ran back to back on the same hosts; `pair` names that group so that compare can pair them
     pair: str | None = None
+    inventory: str | None = None  # the inventory file the sweep ran on, as given (for the commands repro suggests)
 
 
 class Published(_Frozen):

@@ -30,6 +30,7 @@ DEFAULT_CONFIDENCE = 0.95
 DEFAULT_THRESHOLD = 0.02  # changes smaller than 2% are "no significant difference" whatever the test
 
 FASTER, SLOWER, SAME, NOT_ENOUGH = "faster", "slower", "no significant difference", "not enough runs"
+CONDITIONS = "conditions differed"  # unpaired sides ran under different conditions (repro.compare.conditions)
 WELCH, PAIRED, STEPS_ONLY = "welch t on log figures of runs", "paired t on log ratios", "step bootstrap"
 RUNS_SCOPE, STEPS_SCOPE = "runs", "steps"  # what an interval covers
 STEP_NOTE = "its interval covers step noise only"
