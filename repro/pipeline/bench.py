@@ -66,6 +66,7 @@ class BenchResult:
     skipped: int = 0
     plans: list[LaunchPlan] = field(default_factory=list)
     cleanup_pending: tuple[str, ...] = ()
+    labels: list[str] = field(default_factory=list)  # dry run: which stack and point each plan is, and its turn
 
     @property
     def failed(self) -> list[RunRecord]:
@@ -190,6 +191,23 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
     `progress` gets message/running/finished calls (see LineProgress); a plain callable gets lines.
     """
     progress = _progress(progress)
+    stacks, sweeps = admitted_sweeps(loaded, inventory, spec, options, store)
+    if options.dry_run:
+        plans = [sw.plan(sw.points[i], sw.context(one, options, sw.points[i], "dry-run"))
+                 for i in range(len(sweeps[0].points)) for one, sw in zip(stacks, sweeps, strict=True)]
+        labels = run_order(stacks, sweeps, options.repeats) if len(stacks) > 1 else []
+        return BenchResult(sweeps[0].id, plans=plans, labels=labels)
+    runs = start_runs(stacks, sweeps, inventory, spec, options, store, progress)
+    with conditions_sampler(runs) as sampler:
+        for run in runs:
+            run.sampler = sampler
+        return _run_sweeps(runs, options, progress)
+
+
+def admitted_sweeps(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spec: SweepSpec,
+                    options: BenchOptions, store: Store) -> tuple[list[LoadedStack], list[Sweep]]:
+    """The stacks (each admitted by the gate) and their planned sweeps; interleaved stacks must sweep the same
+    points."""
     stacks = [loaded] if isinstance(loaded, LoadedStack) else list(loaded)
     for one in stacks:
         admit(one, action="launched")
@@ -197,10 +215,33 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
     if len({tuple((p.workload, p.workers) for p in sw.points) for sw in sweeps}) > 1:
         raise InputError("interleaved stacks must sweep the same points (workload and worker counts, in order)",
                          hint="give every stack the same --workload/--model/--batch-size/... flags explicitly")
-    if options.dry_run:
-        plans = [sw.plan(sw.points[i], sw.context(one, options, sw.points[i], "dry-run"))
-                 for i in range(len(sweeps[0].points)) for one, sw in zip(stacks, sweeps, strict=True)]
-        return BenchResult(sweeps[0].id, plans=plans)
+    return stacks, sweeps
+
+
+def run_order(stacks: Sequence[LoadedStack], sweeps: Sequence[Sweep], repeats: int) -> list[str]:
+    """For a dry run, one line per planned (point, stack), in the order the plans are listed: which stack and
+    point it is, and where its runs fall in the sweep (interleaved: each repeat runs every stack in turn)."""
+    total = len(sweeps[0].points) * repeats * len(stacks)
+    lines = []
+    for i in range(len(sweeps[0].points)):
+        for k, one in enumerate(stacks):
+            where = [i * repeats * len(stacks) + r * len(stacks) + k + 1 for r in range(repeats)]
+            file = f" ({one.file})" if one.file else ""
+            turn = (f"; in each of its {repeats} repeat(s) it runs {_ordinal(k + 1)} of {len(stacks)} stacks "
+                    f"({' then '.join(s.stack.name for s in stacks)}), back to back on the same hosts"
+                    if len(stacks) > 1 else "")
+            lines.append(f"# stack {one.stack.name}{file}, point {i + 1} of {len(sweeps[0].points)}: runs "
+                         f"{', '.join(map(str, where))} of {total}{turn}")
+    return lines
+
+
+def _ordinal(n: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
+
+
+def start_runs(stacks: Sequence[LoadedStack], sweeps: Sequence[Sweep], inventory: Inventory, spec: SweepSpec,
+               options: BenchOptions, store: Store, progress: LineProgress) -> list[_Run]:
+    """Every stack's runtime, prepared on the sweep's hosts (checked once), ready to run points."""
     runs: list[_Run] = []
     for one, sw in zip(stacks, sweeps, strict=True):
         runtime = create(sw.runtime, one.stack, sw.image)
@@ -219,10 +260,7 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
                 progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
             report = runtime.prepare(hosts, backend=backend)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
-    with conditions_sampler(runs) as sampler:
-        for run in runs:
-            run.sampler = sampler
-        return _run_sweeps(runs, options, progress)
+    return runs
 
 
 def conditions_sampler(runs: Sequence[_Run]) -> contextlib.AbstractContextManager[Sampler | None]:
