@@ -276,7 +276,7 @@ def options(args: argparse.Namespace):
             "repro_slurm_time": args.time_limit, "repro_slurm_extra": tuple(args.sbatch or ()),
             "repro_slurm_mpi": args.slurm_mpi}
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
-                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run,
+                        timeout=args.timeout, resume=args.resume, dry_run=args.dry_run, warmup=args.warmup,
                         site={k: v for k, v in site.items() if v not in (None, ())})
 
 
@@ -304,7 +304,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for i, plan in enumerate(result.plans):
             print("\n".join([*result.labels[i:i + 1], *plan.describe()]))
         return 0
-    _report(result.records, store, args)
+    _report(result.records, store, args, result.sweep_records)
     if len(loaded) > 1 and result.records:
         print(f"\ninterleaved runs are paired: repro compare {stacks[0]} {stacks[1]}"
               + (f" --store {args.store}" if args.store else ""), file=_messages(args))
@@ -407,8 +407,9 @@ def _messages(args: argparse.Namespace):
     return sys.stderr if is_machine(args.format) else sys.stdout
 
 
-def _report(records, store, args) -> None:
-    """The end-of-sweep table of every stack's records (one table: stacks side by side) and the figure."""
+def _report(records, store, args, whole=()) -> None:
+    """The end-of-sweep table of every stack's records (one table: stacks side by side) and the figure; after
+    --resume, of every run of the sweep (`whole`), those stored earlier included."""
     import sys
 
     from repro.formats import render
@@ -416,9 +417,16 @@ def _report(records, store, args) -> None:
 
     out = _messages(args)
     if not records:
-        print("nothing to run: every point of this sweep is already stored (--resume)", file=out)
-        return
-    print(f"\nstored {len(records)} run(s) in {store.root}", file=out)
+        print("nothing to run: every point of this sweep is already stored (--resume)"
+              + ("; its table:" if whole else ""), file=out)
+        if not whole:
+            return
+    else:
+        print(f"\nstored {len(records)} run(s) in {store.root}", file=out)
+    if whole:
+        print(f"the table covers all {len(whole)} run(s) of the sweep, {len(whole) - len(records)} of them stored "
+              "earlier", file=out)
+        records = list(whole)
     ok = [r for r in records if r.status == "ok"] or records
     sys.stdout.write(render(sweep_document(records, warmup=args.warmup, baseline_workers=args.baseline_workers,
                                            link=args.link_gbps), args.format))

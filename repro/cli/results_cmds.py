@@ -241,7 +241,8 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     records = [r for r in records if kind_of(r.settings.workload) == "throughput"]
     if not records:
         raise ResultsError(f"no throughput runs to tabulate in {store.root}")
-    rows = metrics.scaling(metrics.points(records, warmup=args.warmup), baseline_workers=args.baseline_workers)
+    warmup = args.warmup or metrics.common_warmup(records)  # as stored: re-printing gives the same numbers
+    rows = metrics.scaling(metrics.points(records, warmup=warmup), baseline_workers=args.baseline_workers)
     sys.stdout.write(scaling_table(rows, args.format))
     if args.plot:
         from repro.results.figures import plot_scaling

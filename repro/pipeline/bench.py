@@ -33,6 +33,7 @@ from repro.manifest import LoadedStack
 from repro.pipeline.gate import admit
 from repro.pipeline.stage import safe_call
 from repro.results import steady
+from repro.results.metrics import for_storage
 from repro.results.provenance import HostFacts, ImageLock
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.redact import redact_tree
@@ -54,6 +55,7 @@ class BenchOptions:
     timeout: float = 1800.0
     resume: bool = False
     dry_run: bool = False
+    warmup: str = steady.FIXED  # the window the stored figures are derived with (--warmup)
     site: dict[str, Any] = field(default_factory=dict)  # batch site settings given as flags, by inventory variable
 
 
@@ -67,6 +69,9 @@ class BenchResult:
     plans: list[LaunchPlan] = field(default_factory=list)
     cleanup_pending: tuple[str, ...] = ()
     labels: list[str] = field(default_factory=list)  # dry run: which stack and point each plan is, and its turn
+    # --resume: every run of the sweep, those stored earlier included (per point and repeat: its successful run,
+    # else its latest failed one), so that the final table covers the whole sweep
+    sweep_records: list[RunRecord] = field(default_factory=list)
 
     @property
     def failed(self) -> list[RunRecord]:
@@ -355,6 +360,8 @@ class _Run:
         if outcome.placement is not None:  # the batch system chose the nodes: the record names those
             plan = replace(plan, placement=outcome.placement)
         rec = collect.record(point, plan, ctx, outcome, diagnose=partial(self.diagnose, plan))
+        if self.options.warmup != steady.FIXED:  # the figure stored is the one the sweep's table shows
+            rec = for_storage(rec, self.options.warmup)
         if taken is not None and taken.conditions is not None:
             rec = rec.model_copy(update={"conditions": taken.conditions})
         self.keep(rec)
@@ -391,7 +398,22 @@ def _run_sweeps(runs: list[_Run], options: BenchOptions, progress: LineProgress)
                 run.point(point, repeat, label, n, total, pair=pair)
     records = [rec for run in runs for rec in run.records]
     pending = tuple(dict.fromkeys(h for run in runs for h in run.pending))
-    return BenchResult(runs[0].sweep.id, records, skipped, cleanup_pending=pending)
+    whole = [rec for run in runs for rec in sweep_records(run.store, run.loaded.hash, run.sweep.id)] \
+        if options.resume else []
+    return BenchResult(runs[0].sweep.id, records, skipped, cleanup_pending=pending, sweep_records=whole)
+
+
+def sweep_records(store: Store, stack_hash: str, sweep: str) -> list[RunRecord]:
+    """The runs of one stack's sweep in the store: per (point, repeat) its latest successful run, else its latest
+    failed one; in the order they were made."""
+    best: dict[tuple[str, int], RunRecord] = {}
+    for r in sorted(store.records(stack_hash=stack_hash), key=lambda r: (r.created, r.id)):
+        if r.sweep is None or r.sweep.id != sweep:
+            continue
+        key = (r.sweep.point, r.sweep.repeat)
+        if key not in best or r.status == "ok" or best[key].status != "ok":
+            best[key] = r
+    return sorted(best.values(), key=lambda r: (r.created, r.id))
 
 
 def _describe(point: Settings, repeat: int, repeats: int) -> str:
