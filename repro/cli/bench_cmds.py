@@ -389,6 +389,7 @@ def verdict_lines(result) -> list[str]:
     lines = [f"\nverdict: {said}{interval}",
              f"time to verdict: {len(result.pairs)} pair(s) ({result.failed_pairs} incomplete), wall time "
              f"{result.wall_s / 60:.1f} min, benchmark time {result.bench_s / 60:.1f} min",
+             *_steps_line(result.steps),
              "evidence (every pair, in the order run):"]
     for p in result.pairs:
         ratio = f"B/A {p.ratio:.3f}" if p.ratio is not None else "incomplete: " + "; ".join(
@@ -396,6 +397,17 @@ def verdict_lines(result) -> list[str]:
         first, second = (p.old, p.new) if p.first == "A" else (p.new, p.old)
         lines.append(f"  pair {p.index}: {first.stack.name} {first.id} then {second.stack.name} {second.id}: {ratio}")
     return lines
+
+
+def _steps_line(advice) -> list[str]:
+    """Kalibera and Jones' steps per run, from the runs just made (none without an estimate)."""
+    if advice is None:
+        return []
+    cost = f"a run's start costs {advice.start_s:.1f} s, a step {advice.step_s:.3f} s"
+    if advice.steps is None:
+        return [f"steps per run: runs differ no more than their steps suggest ({cost}): longer runs and fewer "
+                "pairs would do (Kalibera and Jones 2013)"]
+    return [f"steps per run worth measuring (Kalibera and Jones 2013): about {advice.steps} ({cost})"]
 
 
 def _messages(args: argparse.Namespace):
