@@ -216,6 +216,11 @@ def admitted_sweeps(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inve
     stacks = [loaded] if isinstance(loaded, LoadedStack) else list(loaded)
     for one in stacks:
         admit(one, action="launched")
+    same = [one for one in stacks if sum(other.hash == one.hash for other in stacks) > 1]
+    if same:  # their runs would share sweep and stack ids: compare could not tell them apart
+        raise InputError(f"{' and '.join(one.file or one.stack.name for one in same)} have the same content (stack "
+                         f"hash {same[0].hash}): interleaving a stack with itself measures nothing twice",
+                         hint="for an A/A check, make the copies differ harmlessly, e.g. an `env:` entry each")
     sweeps = [plan_sweep(one, inventory, spec, options, store) for one in stacks]
     if len({tuple((p.workload, p.workers) for p in sw.points) for sw in sweeps}) > 1:
         raise InputError("interleaved stacks must sweep the same points (workload and worker counts, in order)",

@@ -22,10 +22,20 @@ LOCAL = str(ROOT / "inventories" / "localhost")
 def two_stacks(tmp_path) -> list[str]:
     """Two manifests of the same software under two names (an A/A pair the host runtime accepts)."""
     out = []
-    for name in ("aa-one", "aa-two"):
-        shutil.copy(ROOT / "stacks" / "cpu-tf215.yaml", tmp_path / f"{name}.yaml")
+    for name in ("aa-one", "aa-two"):  # an env entry each: the same software, two content hashes
+        text = (ROOT / "stacks" / "cpu-tf215.yaml").read_text() + f"env:\n  REPRO_AA_COPY: {name}\n"
+        (tmp_path / f"{name}.yaml").write_text(text)
         out += ["--stack", str(tmp_path / f"{name}.yaml")]
     return out
+
+
+def test_interleaving_a_stack_with_an_identical_copy_is_refused(tmp_path, capsys):
+    for name in ("one", "two"):
+        shutil.copy(ROOT / "stacks" / "cpu-tf215.yaml", tmp_path / f"{name}.yaml")
+    code = main(["bench", "--stack", str(tmp_path / "one.yaml"), "--stack", str(tmp_path / "two.yaml"), "--hosts",
+                 LOCAL, "--dry-run", "--store", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "have the same content" in err and "an `env:` entry each" in err
 
 
 def test_the_dry_run_of_until_verdict_names_the_stacks_their_alternating_order_and_the_rule(two_stacks, tmp_path,
