@@ -36,6 +36,8 @@ from repro.results.record import RunRecord, Settings
 UNSTABLE_SD = 0.10  # sd of the log figures of a side's runs (pyperf warns above 10% too)
 MIN_OTHERS_FLOOR = 0.25  # cores of other work: less than a quarter of a core is no difference
 OTHERS_FLOOR_SHARE = 0.05  # ... nor, on big hosts, less than 5% of their CPUs
+MIN_LOAD_FLOOR = 0.5  # runnable tasks (1-minute load average) ...
+LOAD_FLOOR_SHARE = 0.25  # ... or a quarter of the host's CPUs, whichever is more
 CLOCK_FLOOR = 0.03  # relative change of a CPU or GPU clock
 STEAL_FLOOR = 0.02  # share of CPU time stolen by the hypervisor
 
@@ -63,12 +65,16 @@ def _others(host: cond.HostConditions) -> float | None:
 
 
 def _load(host: cond.HostConditions) -> float | None:
-    return cond.summarize(host).load_before
+    s = cond.summarize(host)
+    return s.load_during if s.load_during is not None else s.load_before
 
 
 METRICS = (
     _Metric("other work", " cores", _others,
             lambda level, cpus: max(MIN_OTHERS_FLOOR, OTHERS_FLOOR_SHARE * (cpus or 0))),
+    # on a saturated host other work cannot grow (the CPUs are all busy either way): the load average still
+    # shows the demand, which the run's share of the CPUs follows
+    _Metric("load", "", _load, lambda level, cpus: max(MIN_LOAD_FLOOR, LOAD_FLOOR_SHARE * (cpus or 0))),
     _Metric("CPU steal", "", lambda h: cond.summarize(h).steal, lambda level, cpus: STEAL_FLOOR, 3),
     _Metric("CPU clock", " MHz", lambda h: cond.summarize(h).mhz, lambda level, cpus: CLOCK_FLOOR * level, 0),
     _Metric("GPU SM clock", " MHz", lambda h: cond.summarize(h).gpu_sm_mhz, lambda level, cpus: CLOCK_FLOOR * level, 0),
@@ -99,7 +105,7 @@ def _beyond_spread(a: list[float], b: list[float], confidence: float) -> bool:
 
 
 def _fmt(x: float, metric: _Metric) -> str:
-    if metric.unit == "":
+    if metric.name == "CPU steal":
         return f"{x:.1%}"
     return f"{x:.{metric.digits}f}"
 
@@ -132,6 +138,7 @@ def judge(old: Sequence[RunRecord], new: Sequence[RunRecord], *, confidence: flo
     found: list[str] = []
     for host in hosts:
         cpus = _cpus((*old, *new), host)
+        load_said = False
         for metric in METRICS:
             a, b = _values(old, host, metric), _values(new, host, metric)
             if not a or not b:
@@ -139,10 +146,13 @@ def judge(old: Sequence[RunRecord], new: Sequence[RunRecord], *, confidence: flo
             ma, mb = float(np.mean(a)), float(np.mean(b))
             floor = metric.floor(max(abs(ma), abs(mb)), cpus)
             if abs(mb - ma) > floor and _beyond_spread(a, b, confidence):
+                if metric.name == "load" and load_said:
+                    continue
                 text = f"{metric.name} {_fmt(ma, metric)} vs {_fmt(mb, metric)}{metric.unit}"
                 la, lb = _mean_load(old, host), _mean_load(new, host)
                 if metric.name == "other work" and la is not None and lb is not None:
                     text += f", load {la:.1f} vs {lb:.1f}"
+                    load_said = True
                 found.append(f"{text} on {host}")
                 continue
             for side, values in (("OLD", a), ("NEW", b)):

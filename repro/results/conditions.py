@@ -250,6 +250,7 @@ class HostSummary:
 
     load_before: float | None
     load_after: float | None
+    load_during: float | None  # mean 1-minute load average over the samples during the run
     others_before: float | None  # cores' worth of other work
     others_during: float | None
     others_after: float | None
@@ -292,6 +293,7 @@ def summarize(host: HostConditions) -> HostSummary:
     return HostSummary(
         load_before=by["before"][-1].load1 if by["before"] else None,
         load_after=by["after"][-1].load1 if by["after"] else None,
+        load_during=_mean(s.load1 for s in during),
         others_before=_mean(s.others for s in by["before"]),
         others_during=_mean((s.others for s in during), (s.seconds for s in during)),
         others_after=_mean(s.others for s in by["after"]),

@@ -59,7 +59,7 @@ def test_a_a_sweeps_twenty_minutes_apart_under_a_changed_load_give_conditions_di
     assert bare.ratio.ratio < 0.8 and bare.ratio.verdict != stats.CONDITIONS
     judged = row(old, new)
     assert judged.ratio.verdict == stats.CONDITIONS and not judged.regression
-    assert "conditions differed (other work 0.5 vs 1.7 cores, load 3.1 vs 16.5 on localhost)" in judged.ratio.note
+    assert "conditions differed (other work 0.5 vs 1.7 cores, load 3.0 vs 15.8 on localhost)" in judged.ratio.note
 
 
 def test_non_interleaved_sides_with_a_drift_between_them_never_get_a_verdict():
@@ -80,6 +80,16 @@ def test_the_same_conditions_on_both_sides_keep_the_ordinary_verdict():
     old = records(CALM[:3], "a", rng, others=0.5, load=3.0)
     new = records(CALM[3:6], "b", rng, others=0.5, load=3.0, scale=1 / 1.5)
     assert row(old, new).ratio.verdict == stats.FASTER
+
+
+def test_on_a_saturated_host_a_higher_load_is_a_difference_though_other_work_cannot_grow():
+    # both CPUs busy on both sides (other work is what the run leaves: about 1 core), but 8 more tasks wanted them
+    rng = np.random.default_rng(9)
+    old = records(CALM[:3], "a", rng, others=1.0, load=18.0)
+    new = records(CALM[3:6], "b", rng, others=1.0, load=26.0, scale=1.3)
+    judged = judge(old, new)
+    assert len(judged.differed) == 1 and judged.differed[0].startswith("load 1") and "vs 2" in judged.differed[0]
+    assert row(old, new).ratio.verdict == stats.CONDITIONS
 
 
 def test_interleaved_pairs_are_compared_paired_whatever_the_conditions():
