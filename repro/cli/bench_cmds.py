@@ -14,6 +14,16 @@ from repro.formats import FORMATS
 from repro.inputs import count_argument, finite_number, path_argument, positive_seconds
 
 DEFAULT_REPEATS = 3  # run-to-run variation is the dominant noise on shared machines: measure it
+DEFAULT_MAX_PAIRS = 30
+_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """argparse `type=` for a wall time: seconds, or a number with s, m (min) or h."""
+    raw = str(text).strip().lower()
+    unit = next((u for u in sorted(_UNITS, key=len, reverse=True) if raw.endswith(u) and raw[:-len(u)].strip()), "")
+    value = positive_seconds(raw[:-len(unit)].strip() if unit else raw)
+    return value * _UNITS.get(unit, 1.0)
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -164,7 +174,8 @@ def _running_options(p: argparse.ArgumentParser) -> None:
     r.add_argument("--timeout", type=positive_seconds, default=1800.0,
                    help="time limit per point, seconds (default 1800)")
     r.add_argument("--resume", action="store_true", help="run only what is missing or failed in this sweep")
-    r.add_argument("--dry-run", action="store_true", help="print every command on every host; run nothing")
+    r.add_argument("--dry-run", action="store_true", help="print every command on every host (with which stack "
+                   "and point each is, and the order they run in); run nothing")
     r.add_argument("--emit", default=None, metavar="DIR",
                    help="with --dry-run: also write each point's files there (--scheduler kubernetes: its manifests, "
                    "for kubectl apply -f)")
@@ -184,6 +195,19 @@ def _running_options(p: argparse.ArgumentParser) -> None:
                    "one they are not shown)")
     r.add_argument("--link-gbps", type=finite_number, default=None, metavar="GBIT/S",
                    help="all-reduce: link speed to compare bus bandwidth with (default: from the hosts' facts)")
+    v = p.add_argument_group("until a verdict (two stacks, one point; docs/statistics.md)")
+    v.add_argument("--until-verdict", action="store_true",
+                   help="run A/B pairs (alternating A B, B A, ...) and stop as soon as a sequential test with a "
+                   "controlled error rate says faster, slower or equivalent within the threshold, or the budget is "
+                   "spent (undecided)")
+    v.add_argument("--max-pairs", type=count_argument, default=None, metavar="N",
+                   help=f"at most N pairs (default {DEFAULT_MAX_PAIRS}); the test's error rate is planned for N")
+    v.add_argument("--max-time", type=duration, default=None, metavar="T",
+                   help="no new pair after T of wall time (seconds, or with a unit: 90s, 20m, 1.5h)")
+    v.add_argument("--threshold", type=finite_number, default=None, metavar="X",
+                   help="changes below this are 'equivalent' (default 0.02 = 2%%)")
+    v.add_argument("--confidence", type=finite_number, default=None, metavar="C",
+                   help="confidence of the sequential test (default 0.95)")
     b = p.add_argument_group("batch site settings (--scheduler slurm; override the inventory's repro_slurm_* "
                              "variables; see docs/slurm.md)")
     b.add_argument("--partition", default=None, help="Slurm partition (repro_slurm_partition)")
@@ -285,6 +309,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     stacks = list(dict.fromkeys(args.stack))
     live = LiveProgress() if sys.stderr.isatty() and not (args.dry_run or args.quiet) else None
     progress = live or (QuietProgress() if args.quiet else None)
+    if args.until_verdict or args.max_pairs or args.max_time:
+        loaded, inventory, store = [load_stack(s) for s in stacks], load_inventory(args.hosts), Store(args.store)
+        return _until_verdict(args, loaded, inventory, spec, opts, store, live, progress)
     with live or contextlib.nullcontext():
         if live is not None:  # from the first second: say what is happening
             live.status(f"reading stack {', '.join(stacks)} and inventory {args.hosts}")
@@ -293,12 +320,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         store = Store(args.store)
         result = bench(loaded if len(loaded) > 1 else loaded[0], inventory, spec, opts, store, progress)
     if args.dry_run:
-        for plan in result.plans:
-            print("\n".join(plan.describe()))
+        for i, plan in enumerate(result.plans):
+            print("\n".join([*result.labels[i:i + 1], *plan.describe()]))
         if args.emit:
             _emit(result.plans, args.emit)
         return 0
-    _report(result.records, store, args)
+    _report(result.records, store, args, result.sweep_records)
     if len(loaded) > 1 and result.records:
         print(f"\ninterleaved runs are paired: repro compare {stacks[0]} {stacks[1]}"
               + (f" --store {args.store}" if args.store else ""), file=_messages(args))
@@ -323,6 +350,101 @@ def _emit(plans, folder: str) -> None:
             print(f"wrote {out / name}", file=sys.stderr)
 
 
+def verdict_options(args: argparse.Namespace):
+    """The sequential rule and budget of --until-verdict, checked."""
+    from repro.errors import InputError
+    from repro.pipeline.verdict import VerdictOptions
+    from repro.results import sequential, stats
+
+    threshold = stats.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
+    confidence = stats.DEFAULT_CONFIDENCE if args.confidence is None else args.confidence
+    if not 0 <= threshold < 1:
+        raise InputError(f"--threshold: expected a fraction in [0, 1), found {threshold}")
+    if not 0.5 <= confidence < 1:
+        raise InputError(f"--confidence: expected a level in [0.5, 1), found {confidence}")
+    pairs = args.max_pairs or DEFAULT_MAX_PAIRS
+    if pairs < sequential.FIRST_LOOK:
+        raise InputError(f"--max-pairs: at least {sequential.FIRST_LOOK} (the first look of the test), found {pairs}")
+    if pairs > 500:
+        raise InputError(f"--max-pairs: at most 500, found {pairs}")
+    rule = sequential.Rule(max_pairs=pairs, confidence=confidence, threshold=threshold)
+    return VerdictOptions(rule=rule, max_time=args.max_time, warmup=args.warmup)
+
+
+def _until_verdict(args, loaded, inventory, spec, opts, store, live, progress) -> int:
+    """--until-verdict: pairs until the sequential rule decides; the verdict, its evidence and the time it took."""
+    import contextlib
+
+    from repro.errors import InputError
+    from repro.pipeline.verdict import dry_run_lines, until_verdict
+
+    if not args.until_verdict:
+        raise InputError("--max-pairs and --max-time are budgets of --until-verdict", hint="add --until-verdict")
+    if len(loaded) != 2:
+        raise InputError(f"--until-verdict compares two stacks; {len(loaded)} given",
+                         hint="give --stack OLD --stack NEW")
+    verdict = verdict_options(args)
+    if args.dry_run:
+        from repro.pipeline.bench import bench
+
+        result = bench(loaded, inventory, spec, opts, store, progress)
+        if len(result.plans) != 2:
+            raise InputError(f"--until-verdict decides one point at a time; these flags make {len(result.plans) // 2}",
+                             hint="give one value each of --workers, --model, --batch-size, ...")
+        print("\n".join(dry_run_lines(loaded, verdict.rule)))
+        for i, plan in enumerate(result.plans):
+            print("\n".join([f"# {'AB'[i]}: {loaded[i].stack.name}", *plan.describe()]))
+        return 0
+    with live or contextlib.nullcontext():
+        result = until_verdict(loaded, inventory, spec, opts, store, verdict, progress)
+    out = _messages(args)
+    for line in verdict_lines(result):
+        print(line, file=out)
+    print(f"\nall {len(result.records)} runs are stored (paired): repro compare {args.stack[0]} {args.stack[1]}"
+          + (f" --store {args.store}" if args.store else ""), file=out)
+    return 0 if result.failed_pairs == 0 else 1
+
+
+def verdict_lines(result) -> list[str]:
+    """The verdict of --until-verdict, how long it took, and every pair it rests on."""
+    from repro.results import sequential
+
+    d = result.decision
+    a, b = result.stacks
+    if d.verdict in (sequential.FASTER, sequential.SLOWER) and d.ratio:
+        factor = d.ratio if d.ratio >= 1 else 1 / d.ratio
+        said = f"{b} is {factor:.2f}x {d.verdict} than {a}"
+    elif d.verdict == sequential.EQUIVALENT:
+        said = f"{b} and {a} are equivalent within {d.threshold:.0%}"
+    else:
+        said = f"undecided ({result.stopped.replace('max', 'budget spent: max')})" if result.stopped != "decided" \
+            else "undecided"
+    interval = f"; B/A {d.ratio:.3f}, {d.confidence:.0%} sequential interval [{d.low:.3f}, {d.high:.3f}]" \
+        if d.ratio is not None and d.low is not None and d.high is not None else ""
+    lines = [f"\nverdict: {said}{interval}",
+             f"time to verdict: {len(result.pairs)} pair(s) ({result.failed_pairs} incomplete), wall time "
+             f"{result.wall_s / 60:.1f} min, benchmark time {result.bench_s / 60:.1f} min",
+             *_steps_line(result.steps),
+             "evidence (every pair, in the order run):"]
+    for p in result.pairs:
+        ratio = f"B/A {p.ratio:.3f}" if p.ratio is not None else "incomplete: " + "; ".join(
+            f"{r.stack.name} {r.status}: {r.failure}" for r in (p.old, p.new) if r.status != "ok")
+        first, second = (p.old, p.new) if p.first == "A" else (p.new, p.old)
+        lines.append(f"  pair {p.index}: {first.stack.name} {first.id} then {second.stack.name} {second.id}: {ratio}")
+    return lines
+
+
+def _steps_line(advice) -> list[str]:
+    """Kalibera and Jones' steps per run, from the runs just made (none without an estimate)."""
+    if advice is None:
+        return []
+    cost = f"a run's start costs {advice.start_s:.1f} s, a step {advice.step_s:.3f} s"
+    if advice.steps is None:
+        return [f"steps per run: runs differ no more than their steps suggest ({cost}): longer runs and fewer "
+                "pairs would do (Kalibera and Jones 2013)"]
+    return [f"steps per run worth measuring (Kalibera and Jones 2013): about {advice.steps} ({cost})"]
+
+
 def _messages(args: argparse.Namespace):
     """Where lines other than the table go: stdout, or stderr when the table is data (csv, json)."""
     import sys
@@ -332,8 +454,9 @@ def _messages(args: argparse.Namespace):
     return sys.stderr if is_machine(args.format) else sys.stdout
 
 
-def _report(records, store, args) -> None:
-    """The end-of-sweep table of every stack's records (one table: stacks side by side) and the figure."""
+def _report(records, store, args, whole=()) -> None:
+    """The end-of-sweep table of every stack's records (one table: stacks side by side) and the figure; after
+    --resume, of every run of the sweep (`whole`), those stored earlier included."""
     import sys
 
     from repro.formats import render
@@ -341,9 +464,16 @@ def _report(records, store, args) -> None:
 
     out = _messages(args)
     if not records:
-        print("nothing to run: every point of this sweep is already stored (--resume)", file=out)
-        return
-    print(f"\nstored {len(records)} run(s) in {store.root}", file=out)
+        print("nothing to run: every point of this sweep is already stored (--resume)"
+              + ("; its table:" if whole else ""), file=out)
+        if not whole:
+            return
+    else:
+        print(f"\nstored {len(records)} run(s) in {store.root}", file=out)
+    if whole:
+        print(f"the table covers all {len(whole)} run(s) of the sweep, {len(whole) - len(records)} of them stored "
+              "earlier", file=out)
+        records = list(whole)
     ok = [r for r in records if r.status == "ok"] or records
     sys.stdout.write(render(sweep_document(records, warmup=args.warmup, baseline_workers=args.baseline_workers,
                                            link=args.link_gbps), args.format))

@@ -36,9 +36,10 @@ def filters_from(args: argparse.Namespace):
 
 def add_window_options(p: argparse.ArgumentParser) -> None:
     """--warmup fixed|auto and --baseline-workers N: which steps a figure uses, which point efficiency is against."""
-    p.add_argument("--warmup", choices=("fixed", "auto"), default="fixed",
-                   help="steps the figures use: after the workload's fixed warm-up count (default), or from the "
-                   "steady state detected in each rank's step times (docs/statistics.md)")
+    p.add_argument("--warmup", choices=("fixed", "auto"), default=None,
+                   help="steps the figures use: after the workload's fixed warm-up count, or from the steady state "
+                   "detected in each rank's step times (docs/statistics.md); default: the window the runs' figures "
+                   "were stored with (fixed unless they were measured with --warmup auto)")
     p.add_argument("--baseline-workers", type=count_argument, default=None, metavar="N",
                    help="the point speedup and efficiency are relative to (default: the 1-worker point; a series "
                    "without one shows none)")
@@ -98,7 +99,7 @@ def options_from(args: argparse.Namespace):
     if not 0.5 <= confidence < 1:
         raise InputError(f"--confidence: expected a level in [0.5, 1), found {confidence}")
     return Options(threshold=threshold, confidence=confidence, allow_different_hardware=args.allow_different_hardware,
-                   warmup=args.warmup, baseline_workers=args.baseline_workers)
+                   warmup=args.warmup or "fixed", baseline_workers=args.baseline_workers)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -113,7 +114,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         check_target(args.plot)  # before any work
     result = compare(args.old, args.new, store=Store(args.store), filters=filters_from(args),
-                     options=options_from(args)).comparison
+                     options=options_from(args), store_flag=args.store).comparison
     quiet = bool(getattr(args, "quiet", False))
     sys.stdout.write(render(result, args.format, quiet=quiet))  # -q: the tables and the verdicts only
     if args.plot:

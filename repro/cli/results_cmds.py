@@ -255,6 +255,11 @@ def cmd_show(args: argparse.Namespace) -> int:
               f"{sw.mpi}")
     if record.command:
         print(f"{'command:':16}{shlex.join(record.command)}")
+    if record.conditions is not None:
+        from repro.results.conditions import describe
+
+        for host, cond in record.conditions.hosts.items():
+            print(f"{'conditions:':16}{host}: {describe(cond)}")
     for r in record.ranks:
         steps = r.step_times
         mean = sum(steps) / len(steps) if steps else None
@@ -268,13 +273,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-
-
 def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
     from repro.errors import InputError, ResultsError
     from repro.formats import render
+    from repro.results import metrics
     from repro.results.select import records_of, select
     from repro.results.store import Store
     from repro.results.summary import by_kind, results_document
@@ -302,7 +306,8 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     if args.plot and len(kinds) > 1:
         raise InputError(f"--plot draws one kind of result; the selected runs hold {', '.join(kinds)}",
                          hint=f"add --kind {next(iter(kinds))} (or another of them)")
-    options = {"warmup": args.warmup, "baseline_workers": args.baseline_workers, "link": args.link_gbps}
+    warmup = args.warmup or metrics.common_warmup(records)  # as stored: re-printing gives the same numbers
+    options = {"warmup": warmup, "baseline_workers": args.baseline_workers, "link": args.link_gbps}
     sys.stdout.write(render(results_document(records, **options), args.format))
     if args.plot:
         from repro.results.figures import plot_records

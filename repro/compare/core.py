@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from repro.compare import align as _align
 from repro.compare.align import Alignment, Change, Group, Hardware
 from repro.compare.allreduce import AllreduceRow
+from repro.compare.conditions import interleave_command
 from repro.compare.diff import Changes, changes
 from repro.compare.kinds import KINDS, KindRows
 from repro.compare.throughput import ModelSummary, Options, ThroughputRow, summaries
 from repro.compare.tta import TtaRow
 from repro.errors import ResultsError
+from repro.results import stats
 from repro.results.record import RunRecord
 
 
@@ -67,6 +69,7 @@ class Comparison:
     new_only: tuple[OneSided, ...]
     notes: tuple[str, ...] = ()
     sections: dict[str, KindRows] | None = None  # every kind's rows, by kind name (plug-in kinds too)
+    interleave: str | None = None  # the interleaved `repro bench` that would settle an unpaired comparison
 
     @property
     def regressions(self) -> tuple[ThroughputRow | AllreduceRow | TtaRow, ...]:
@@ -96,7 +99,7 @@ def check_hardware(old: Hardware, new: Hardware, allow: bool) -> tuple[Change, .
 
 
 def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options | None = None, *,
-            old_description: str = "", new_description: str = "") -> Comparison:
+            old_description: str = "", new_description: str = "", store: str | None = None) -> Comparison:
     """Compare two sets of records point by point (see the module docstring)."""
     options = options or Options()
     if not old or not new:
@@ -115,11 +118,16 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
     tta = sections.get("tta", empty).rows
     notes = tuple(n for part in sections.values() for n in part.notes)
     settings_changes = tuple(c for c in alignment.compared if c.path != "hosts" or not hw)
+    paired = any(r.ratio.method == stats.PAIRED for r in throughput)
+    interleave = None if paired or not throughput else interleave_command(old, new, store=store)
+    if interleave:
+        notes = (*notes, "OLD and NEW did not run interleaved, so a change of the machine between them counts as a "
+                 f"difference of the stacks; to compare them on the same machine states run: {interleave}")
     return Comparison(
         old=old_info, new=new_info, options=options, keys=alignment.keys,
         columns=_align.varying_keys(alignment),
         changes=changes(old, new, settings_changes, hw),
         throughput=throughput, summaries=summaries(throughput), allreduce=allreduce, tta=tta,
         old_only=_one_sided("OLD", alignment.old_only), new_only=_one_sided("NEW", alignment.new_only),
-        notes=(*alignment.notes, *notes), sections=sections,
+        notes=(*alignment.notes, *notes), sections=sections, interleave=interleave,
     )

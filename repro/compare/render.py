@@ -275,7 +275,8 @@ def _summary_lines(c: Comparison) -> list[str]:
         gm = _ratio(s.geomean)
         lines.append(f"{s.model}: {gm} (geometric mean of {s.points} point{'s' if s.points != 1 else ''}: "
                      f"{s.faster} faster, {s.slower} slower, {s.same} no significant difference, "
-                     f"{s.not_enough} {stats.NOT_ENOUGH})")
+                     f"{s.not_enough} {stats.NOT_ENOUGH}"
+                     + (f", {s.conditions} {stats.CONDITIONS}" if s.conditions else "") + ")")
     return lines
 
 
@@ -372,6 +373,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "old_only": [{"point": dict(o.key), "runs": o.runs, "failed": o.failed} for o in c.old_only],
         "new_only": [{"point": dict(o.key), "runs": o.runs, "failed": o.failed} for o in c.new_only],
         "notes": list(c.notes),
+        "interleave": c.interleave,
         "regressions": len(c.regressions),
     }
     return formats.clean(data)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from repro.compare.align import Key, Pair
+from repro.compare.conditions import judge
 from repro.errors import ResultsError
 from repro.results import metrics, stats, steady
 from repro.results.metrics import Point, ScalingRow
@@ -92,6 +93,7 @@ class ModelSummary:
     slower: int
     same: int
     not_enough: int
+    conditions: int = 0  # points whose unpaired sides ran under different conditions
 
 
 def pair_id(record: RunRecord) -> str | None:
@@ -178,8 +180,15 @@ def throughput_rows(pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequen
         a = _one_point(pair.old.records, options, "OLD")
         b = _one_point(pair.new.records, options, "NEW")
         notes = tuple(f"{side}: {n}" for side, p in (("OLD", a), ("NEW", b)) for n in p.notes)
-        rows.append(ThroughputRow(pair.key, pair.old.settings, _side(a, old_eff), _side(b, new_eff),
-                                  point_ratio(a, b, options), notes))
+        ratio = point_ratio(a, b, options)
+        judged = judge(a.records, b.records, confidence=options.confidence, warmup=options.warmup)
+        if ratio.method != stats.PAIRED and ratio.ratio is not None and judged.differed:
+            said = "; ".join(judged.differed)
+            ratio = replace(ratio, verdict=stats.CONDITIONS, note="; ".join(x for x in (
+                f"not interleaved, and the conditions differed ({said}): the ratio mixes the stacks with the "
+                "machine's change; re-run them interleaved (the command is below)", ratio.note) if x))
+        rows.append(ThroughputRow(pair.key, pair.old.settings, _side(a, old_eff), _side(b, new_eff), ratio,
+                                  (*notes, *judged.warnings)))
     return tuple(rows)
 
 
@@ -194,5 +203,6 @@ def summaries(rows: Sequence[ThroughputRow]) -> tuple[ModelSummary, ...]:
         out.append(ModelSummary(model, len(members),
                                 stats.geometric_mean([r.ratio.ratio for r in members if r.ratio.ratio]),
                                 verdicts.count(stats.FASTER), verdicts.count(stats.SLOWER),
-                                verdicts.count(stats.SAME), verdicts.count(stats.NOT_ENOUGH)))
+                                verdicts.count(stats.SAME), verdicts.count(stats.NOT_ENOUGH),
+                                verdicts.count(stats.CONDITIONS)))
     return tuple(out)

@@ -10,6 +10,7 @@ repeats) of the same sweep that are missing or failed.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from repro.errors import HostError, InputError, Interrupted
 from repro.hosts.inventory import Host, Inventory
 from repro.hosts.remote import preflight
 from repro.launch import collect, diagnose
+from repro.launch.conditions import Sampler
 from repro.launch.launchers import LAUNCHERS, for_backend
 from repro.launch.placement import Placement, place
 from repro.launch.plan import LaunchPlan, PlanContext
@@ -32,6 +34,7 @@ from repro.manifest import LoadedStack
 from repro.pipeline.gate import admit
 from repro.pipeline.stage import safe_call
 from repro.results import steady
+from repro.results.metrics import for_storage
 from repro.results.provenance import HostFacts, ImageLock
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.redact import redact_tree
@@ -54,7 +57,7 @@ class BenchOptions:
     timeout: float = 1800.0
     resume: bool = False
     dry_run: bool = False
-    warmup: str = steady.FIXED  # which steps the figures use (fixed or auto): what the warm-up warnings speak of
+    warmup: str = steady.FIXED  # the window stored figures use (--warmup); the warm-up warnings speak of it
     site: dict[str, Any] = field(default_factory=dict)  # batch site settings given as flags, by inventory variable
 
 
@@ -67,6 +70,10 @@ class BenchResult:
     skipped: int = 0
     plans: list[LaunchPlan] = field(default_factory=list)
     cleanup_pending: tuple[str, ...] = ()
+    labels: list[str] = field(default_factory=list)  # dry run: which stack and point each plan is, and its turn
+    # --resume: every run of the sweep, those stored earlier included (per point and repeat: its successful run,
+    # else its latest failed one), so that the final table covers the whole sweep
+    sweep_records: list[RunRecord] = field(default_factory=list)
 
     @property
     def failed(self) -> list[RunRecord]:
@@ -131,6 +138,7 @@ class Sweep:
     image_ref: str | None  # the tag to run (or, in a dry run without a lock, the tag `repro up` would build)
     facts: dict[str, HostFacts]
     scheduler: Any = None  # the scheduler, configured for this sweep (a batch scheduler: with the site's settings)
+    inventory: str | None = None  # the inventory file, as given (kept in each record's SweepRef)
 
     def launcher(self, options: BenchOptions, point: Settings) -> str:
         """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
@@ -181,7 +189,7 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
 
             image = read_lock(store, loaded)  # ImageError naming `repro up`
     sid = sweep_id(loaded.hash, inventory_key(inventory), points, options.repeats)
-    sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler)
+    sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler, inventory.path)
     check = getattr(scheduler, "check", None)
     for launcher in {sweep.launcher(options, p) for p in points} if check else ():
         check(runtime, launcher, spec.backends)
@@ -237,18 +245,63 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
     `progress` gets message/running/finished calls (see LineProgress); a plain callable gets lines.
     """
     progress = _progress(progress)
+    stacks, sweeps = admitted_sweeps(loaded, inventory, spec, options, store)
+    if options.dry_run:
+        plans = [sw.plan(sw.points[i], sw.context(one, options, sw.points[i], "dry-run"))
+                 for i in range(len(sweeps[0].points)) for one, sw in zip(stacks, sweeps, strict=True)]
+        labels = run_order(stacks, sweeps, options.repeats) if len(stacks) > 1 else []
+        return BenchResult(sweeps[0].id, plans=plans, labels=labels)
+    runs = start_runs(stacks, sweeps, inventory, spec, options, store, progress)
+    with conditions_sampler(runs) as sampler:
+        for run in runs:
+            run.sampler = sampler
+        return _run_sweeps(runs, options, progress)
+
+
+def admitted_sweeps(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spec: SweepSpec,
+                    options: BenchOptions, store: Store) -> tuple[list[LoadedStack], list[Sweep]]:
+    """The stacks (each admitted by the gate) and their planned sweeps; interleaved stacks must sweep the same
+    points."""
     stacks = [loaded] if isinstance(loaded, LoadedStack) else list(loaded)
     for one in stacks:
         admit(one, action="launched")
+    same = [one for one in stacks if sum(other.hash == one.hash for other in stacks) > 1]
+    if same:  # their runs would share sweep and stack ids: compare could not tell them apart
+        raise InputError(f"{' and '.join(one.file or one.stack.name for one in same)} have the same content (stack "
+                         f"hash {same[0].hash}): interleaving a stack with itself measures nothing twice",
+                         hint="for an A/A check, make the copies differ harmlessly, e.g. an `env:` entry each")
     sweeps = [plan_sweep(one, inventory, spec, options, store) for one in stacks]
     if len({tuple((p.workload, p.workers) for p in sw.points) for sw in sweeps}) > 1:
         raise InputError("interleaved stacks must sweep the same points (workload and worker counts, in order)",
                          hint="give every stack the same --workload/--model/--batch-size/... flags explicitly")
-    if options.dry_run:
-        plans = [sw.plan(sw.points[i], sw.context(one, options, sw.points[i], "dry-run"))
-                 for i in range(len(sweeps[0].points)) for one, sw in zip(stacks, sweeps, strict=True)]
-        return BenchResult(sweeps[0].id, plans=plans)
-    runs = []
+    return stacks, sweeps
+
+
+def run_order(stacks: Sequence[LoadedStack], sweeps: Sequence[Sweep], repeats: int) -> list[str]:
+    """For a dry run, one line per planned (point, stack), in the order the plans are listed: which stack and
+    point it is, and where its runs fall in the sweep (interleaved: each repeat runs every stack in turn)."""
+    total = len(sweeps[0].points) * repeats * len(stacks)
+    lines = []
+    for i in range(len(sweeps[0].points)):
+        for k, one in enumerate(stacks):
+            where = [i * repeats * len(stacks) + r * len(stacks) + k + 1 for r in range(repeats)]
+            file = f" ({one.file})" if one.file else ""
+            turn = (f"; in each of its {repeats} repeat(s) it runs {_ordinal(k + 1)} of {len(stacks)} stacks "
+                    f"({' then '.join(s.stack.name for s in stacks)}), back to back on the same hosts"
+                    if len(stacks) > 1 else "")
+            lines.append(f"# stack {one.stack.name}{file}, point {i + 1} of {len(sweeps[0].points)}: runs "
+                         f"{', '.join(map(str, where))} of {total}{turn}")
+    return lines
+
+
+def _ordinal(n: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
+
+
+def start_runs(stacks: Sequence[LoadedStack], sweeps: Sequence[Sweep], inventory: Inventory, spec: SweepSpec,
+               options: BenchOptions, store: Store, progress: LineProgress) -> list[_Run]:
+    """Every stack's runtime, prepared on the sweep's hosts (checked once), ready to run points."""
+    runs: list[_Run] = []
     for one, sw in zip(stacks, sweeps, strict=True):
         runtime = create(sw.runtime, one.stack, sw.image)
         hosts = [pl.host for pl in sw.placements[max(sw.placements)]]
@@ -269,7 +322,17 @@ def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spe
             progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime)}")
             report = runtime.prepare(hosts, backend=backend, progress=progress.message)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
-    return _run_sweeps(runs, options, progress)
+    return runs
+
+
+def conditions_sampler(runs: Sequence[_Run]) -> contextlib.AbstractContextManager[Sampler | None]:
+    """One Sampler of the sweep's hosts for every stack's runs (direct scheduler only: a batch scheduler's
+    nodes need not answer SSH, and Slurm keeps its own accounting)."""
+    first = runs[0]
+    if getattr(first.sweep.scheduler, "prepare", None) is not None:
+        return contextlib.nullcontext()
+    hosts = [pl.host for pl in first.sweep.placements[max(first.sweep.placements)]]
+    return Sampler(hosts, gpu=first.loaded.stack.gpu)
 
 
 def _preparing(runtime: Runtime) -> str:
@@ -309,6 +372,7 @@ class _Run:
     progress: LineProgress
     records: list[RunRecord] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    sampler: Sampler | None = None  # the sweep's conditions sampler (None: not sampled)
 
     @property
     def stack_ref(self) -> StackRef:
@@ -342,7 +406,8 @@ class _Run:
         """Plan, run, collect and store one repeat of one point (Ctrl-C: stored as interrupted, then raised)."""
         placement = self.sweep.placements[point.workers]
         ctx = collect.Context(self.stack_ref, self.report,
-                              SweepRef(id=self.sweep.id, point=point_key(point), repeat=repeat, pair=pair),
+                              SweepRef(id=self.sweep.id, point=point_key(point), repeat=repeat, pair=pair,
+                                       inventory=self.sweep.inventory),
                               self.sweep.runtime,
                               self.sweep.facts)
         run_id = new_id().split("-")[-1]
@@ -355,9 +420,11 @@ class _Run:
             return
         plan = planned.value
         self.progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in placement))
+        sampling = self.sampler.run([p.host.name for p in placement]) if self.sampler else contextlib.nullcontext()
         try:
-            outcome = self.sweep.scheduler.execute(
-                plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
+            with sampling as taken:
+                outcome = self.sweep.scheduler.execute(
+                    plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
         except KeyboardInterrupt as exc:  # a batch scheduler cancelled the job first (its record rides along)
             self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, slurm=getattr(exc, "job", None),
                                      batch=getattr(exc, "batch", None)))
@@ -368,6 +435,10 @@ class _Run:
         if outcome.placement is not None:  # the batch system chose the nodes: the record names those
             plan = replace(plan, placement=outcome.placement)
         rec = collect.record(point, plan, ctx, outcome, diagnose=partial(self.diagnose, plan))
+        if self.options.warmup != steady.FIXED:  # the figure stored is the one the sweep's table shows
+            rec = for_storage(rec, self.options.warmup)
+        if taken is not None and taken.conditions is not None:
+            rec = rec.model_copy(update={"conditions": taken.conditions})
         self.keep(rec)
         self.pending += [h for h in outcome.cleanup_pending if h not in self.pending]
         if outcome.cleanup_pending:
@@ -402,7 +473,22 @@ def _run_sweeps(runs: list[_Run], options: BenchOptions, progress: LineProgress)
                 run.point(point, repeat, label, n, total, pair=pair)
     records = [rec for run in runs for rec in run.records]
     pending = tuple(dict.fromkeys(h for run in runs for h in run.pending))
-    return BenchResult(runs[0].sweep.id, records, skipped, cleanup_pending=pending)
+    whole = [rec for run in runs for rec in sweep_records(run.store, run.loaded.hash, run.sweep.id)] \
+        if options.resume else []
+    return BenchResult(runs[0].sweep.id, records, skipped, cleanup_pending=pending, sweep_records=whole)
+
+
+def sweep_records(store: Store, stack_hash: str, sweep: str) -> list[RunRecord]:
+    """The runs of one stack's sweep in the store: per (point, repeat) its latest successful run, else its latest
+    failed one; in the order they were made."""
+    best: dict[tuple[str, int], RunRecord] = {}
+    for r in sorted(store.records(stack_hash=stack_hash), key=lambda r: (r.created, r.id)):
+        if r.sweep is None or r.sweep.id != sweep:
+            continue
+        key = (r.sweep.point, r.sweep.repeat)
+        if key not in best or r.status == "ok" or best[key].status != "ok":
+            best[key] = r
+    return sorted(best.values(), key=lambda r: (r.created, r.id))
 
 
 def _describe(point: Settings, repeat: int, repeats: int) -> str:

@@ -19,10 +19,12 @@ class CompareResult:
     comparison: Comparison
 
 
-def compare(old: str, new: str, *, store: Store, filters: Filters, options: Options) -> CompareResult:
-    """Resolve both selectors in the store, narrowed by `filters`, and compare their records."""
+def compare(old: str, new: str, *, store: Store, filters: Filters, options: Options,
+            store_flag: str | None = None) -> CompareResult:
+    """Resolve both selectors in the store, narrowed by `filters`, and compare their records (`store_flag`: the
+    --store given, repeated in the commands the comparison suggests)."""
     a = select(old, store, filters)
     b = select(new, store, filters)
     result = compare_records(a.records, b.records, options, old_description=a.description,
-                             new_description=b.description)
+                             new_description=b.description, store=store_flag)
     return CompareResult(a, b, result)

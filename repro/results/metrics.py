@@ -90,23 +90,42 @@ def throughput(record: RunRecord, warmup: str = steady.FIXED) -> float | None:
     return figure if figure is not None else measured_throughput(record, warmup)
 
 
-def with_figure(record: RunRecord) -> RunRecord:
-    """The record with metrics["images_per_sec"] set to throughput(); a different workload figure is kept aside.
+def stored_warmup(record: RunRecord) -> str:
+    """The warm-up window the record's stored figure was derived with (metrics["warmup"]; fixed when unsaid)."""
+    return steady.AUTO if record.metrics.get("warmup") == steady.AUTO else steady.FIXED
+
+
+def common_warmup(records: Iterable[RunRecord]) -> str:
+    """auto when every record's figure was stored with --warmup auto, else fixed: what re-printing them uses
+    unless told otherwise, so that the same runs give the same numbers."""
+    modes = {stored_warmup(r) for r in records}
+    return steady.AUTO if modes == {steady.AUTO} else steady.FIXED
+
+
+def with_figure(record: RunRecord, warmup: str | None = None) -> RunRecord:
+    """The record with metrics["images_per_sec"] set to throughput() under `warmup` (default: the window it was
+    stored with), and metrics["warmup"] saying which when it is auto; a different workload figure is kept aside.
 
     For the code that stores records: the stored figure is the one every view shows.
     """
-    figure = throughput(record)
+    warmup = warmup or stored_warmup(record)
+    figure = throughput(record, warmup)
     metrics = dict(record.metrics)
     own = metrics.get("images_per_sec")
-    if own is not None and own != figure:
+    if own is not None and own != figure and "images_per_sec_workload" not in metrics and "warmup" not in metrics:
         metrics["images_per_sec_workload"] = own
     metrics["images_per_sec"] = figure
+    if warmup == steady.AUTO:
+        metrics["warmup"] = steady.AUTO
+    else:
+        metrics.pop("warmup", None)
     return record.model_copy(update={"metrics": metrics})
 
 
-def for_storage(record: RunRecord) -> RunRecord:
-    """The record as the store keeps it: each rank's detected warm-up, and the one images/sec in metrics."""
-    return with_figure(record.model_copy(update={"ranks": steady.annotate(record.ranks)}))
+def for_storage(record: RunRecord, warmup: str | None = None) -> RunRecord:
+    """The record as the store keeps it: each rank's detected warm-up, and the one images/sec in metrics (derived
+    with `warmup`: the sweep's --warmup)."""
+    return with_figure(record.model_copy(update={"ranks": steady.annotate(record.ranks)}), warmup)
 
 
 def sample_times(record: RunRecord, warmup: str = steady.FIXED) -> list[float]:

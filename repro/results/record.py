@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from repro.errors import ResultsError
 from repro.manifest.software import Software, from_host_probe
+from repro.results.conditions import Conditions
 from repro.results.provenance import FACTS_FORMAT, LOCK_FORMAT, HostFacts, ImageLock, SlurmJob
 
 SCHEMA_VERSION = 2  # 1: lock and facts as plain JSON (read and migrated by parse_record)
@@ -100,6 +101,7 @@ class SweepRef(_Frozen):
     # interleaved A/B sweeps (`repro bench --stack A --stack B`): the runs of every stack at the same point and
     # repeat ran back to back on the same hosts; `pair` names that group so that compare can pair them
     pair: str | None = None
+    inventory: str | None = None  # the inventory file the sweep ran on, as given (for the commands repro suggests)
 
 
 class Published(_Frozen):
@@ -152,6 +154,9 @@ class RunRecord(_Frozen):
     reported_images_per_sec: float | None = Field(default=None, gt=0)  # the program's own summary figure
     duration_s: float | None = None
     log_tail: str = ""
+    # load, other work, steal, clocks (and GPUs') sampled on every host before, through and after the run
+    # (repro.results.conditions); None: not sampled (older records, imports, batch schedulers)
+    conditions: Conditions | None = None
 
 
 class RecordError(ResultsError):

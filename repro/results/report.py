@@ -135,6 +135,9 @@ def scaling_document(rows: Sequence[ScalingRow], *, title: str = "") -> Document
     caption = [" · ".join(said)] if said else []
     caption.append(interval_caption() if any(_noise(d) != "-" for d in data) else "images/sec: geometric mean "
                    "over runs (no interval here: published figures, or runs without step times)")
+    if rows and all(r.point.warmup == "auto" for r in rows):
+        caption.append("warm-up: --warmup auto, each rank measured from its detected steady state (stored with the "
+                       "runs' figures)")
     if any(d["speedup"] is not None for d in data):
         caption.append("speedup: images/sec against the 1-worker point of the same series (or the named "
                        "baseline); efficiency = speedup / workers")

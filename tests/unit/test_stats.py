@@ -112,3 +112,18 @@ def test_generic_compare_uses_runs_when_each_side_has_two():
 def test_geometric_mean_ignores_missing_and_non_positive_values():
     assert stats.geometric_mean([2.0, None, 8.0, 0.0]) == pytest.approx(4.0)
     assert stats.geometric_mean([]) is None
+
+
+def test_steps_worth_follows_kalibera_and_jones_on_real_runs():
+    from tests.unit import real_steps
+
+    runs = [r for r in real_steps.runs() if r["invocation"] <= 4]
+    series = [r["ranks"][0]["step_times"] for r in runs]
+    advice = stats.steps_worth(series, [r["duration_s"] for r in runs])
+    # a run's start (process, TensorFlow import, compile, warm-up: ~11 s) costs hundreds of 30 ms steps
+    assert advice is not None and advice.start_s > 5 and 0.02 < advice.step_s < 0.05
+    n1 = math.ceil(math.sqrt(advice.start_s / advice.step_s * advice.within / advice.between))
+    assert advice.steps == n1 and 10 < advice.steps < 60  # about 20: the fixture's 30 steps per run are plenty
+    assert stats.steps_worth(series[:1], [10.0]) is None
+    same = stats.steps_worth([[0.1, 0.2, 0.1, 0.2]] * 3, [5.0] * 3)
+    assert same is not None and same.steps is None  # identical runs: no run-to-run variance to spread over

@@ -1,0 +1,107 @@
+"""P7: benchmark minutes `repro bench --until-verdict` needs to call a 5% difference, against fixed repeats.
+
+    python bench/p7_until_verdict.py [--sweeps 400] [--store DIR]
+
+Side by side, at the same confidence (95%) and threshold (2%), on the same run-to-run noise:
+  until-verdict  pairs A/B until the sequential rule (repro.results.sequential, Pocock alpha spending, at most
+                 --max-pairs) says faster; its pairs to a verdict and how often it gets there (its power)
+  fixed          n pairs, then one paired t test (what `--repeats n` and `repro compare` do): the smallest n
+                 whose power matches the sequential rule's, simulated on the same noise
+The noise is the real run-to-run shifts of back-to-back runs in tests/data/steps (calm invocations, heavy
+tail kept), plus a 0.5%/run drift of the machine, as tests/unit/test_sequential.py simulates. Minutes are
+pairs x 2 runs x the mean duration of one run: that of the fixture's calm runs (resnet20, batch 8, 30 steps,
+2-core VM), or with --store DIR the mean `duration_s` of the real runs stored there (e.g. a real short
+`--until-verdict` sweep, whose ratios are printed too). Figures only; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from repro.results import sequential, stats
+from tests.unit import real_steps
+from tests.unit.test_sequential import SHIFTS, simulate
+
+EFFECT = 1.05
+
+
+def fixed_power(n: int, rng: np.random.Generator, sweeps: int, drift: float = 0.005) -> float:
+    """How often n fixed pairs and one paired t test (95%, threshold 2%) call a 5% speedup faster."""
+    found = 0
+    when = np.arange(2 * n).reshape(n, 2) * drift
+    a_first = np.arange(n) % 2 == 0
+    drift_a, drift_b = np.where(a_first, when[:, 0], when[:, 1]), np.where(a_first, when[:, 1], when[:, 0])
+    for _ in range(sweeps):
+        shift = rng.choice(SHIFTS, size=(n, 2)) + rng.normal(0.0, 0.005, (n, 2))
+        d = (shift[:, 1] - drift_b + math.log(EFFECT)) - (shift[:, 0] - drift_a)
+        pairs = [(1.0, math.exp(x)) for x in d]
+        found += stats.compare_pairs(pairs).verdict == stats.FASTER
+    return found / sweeps
+
+
+def run_minutes(store: str | None) -> tuple[float, str]:
+    if store:
+        from repro.results.store import Store
+
+        records = [r for r in Store(store).records() if r.duration_s]
+        if records:
+            pairs: dict[str, list] = {}
+            for r in records:
+                if r.sweep and r.sweep.pair:
+                    pairs.setdefault(r.sweep.pair, []).append(r)
+            from repro.results import metrics
+
+            ratios = [metrics.throughput(b) / metrics.throughput(a) for a, b in
+                      (sorted(v, key=lambda r: r.stack.name) for v in pairs.values() if len(v) == 2)
+                      if metrics.throughput(a) and metrics.throughput(b)]
+            if ratios:
+                print(f"real pairs in {store}: B/A " + ", ".join(f"{x:.3f}" for x in ratios)
+                      + f" (sd of log ratios {statistics.stdev(np.log(ratios)):.1%})" if len(ratios) > 1 else "")
+            return statistics.mean(r.duration_s for r in records) / 60, f"mean of {len(records)} runs in {store}"
+    durations = [r["duration_s"] for r in real_steps.runs() if r["invocation"] <= 4]
+    return statistics.mean(durations) / 60, f"mean of the fixture's {len(durations)} calm runs"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sweeps", type=int, default=400)
+    p.add_argument("--max-pairs", type=int, default=100)
+    p.add_argument("--store", default=None)
+    args = p.parse_args()
+    per_run, source = run_minutes(args.store)
+    rng = np.random.default_rng(7)
+    rule = sequential.Rule(max_pairs=args.max_pairs)
+    decisions = [simulate(rng, EFFECT, rule) for _ in range(args.sweeps)]
+    power = sum(d.verdict == sequential.FASTER for d in decisions) / len(decisions)
+    pairs = [d.pairs for d in decisions]
+    mean_pairs, median_pairs = statistics.mean(pairs), statistics.median(pairs)
+    n = 4
+    while n < 1000 and fixed_power(n, np.random.default_rng(n), max(200, args.sweeps // 2)) < power:
+        n = math.ceil(n * 1.15)
+    low, high = max(2, int(n / 1.15)), n
+    while high - low > 1:  # bisect to the smallest n with the same power
+        mid = (low + high) // 2
+        if fixed_power(mid, np.random.default_rng(mid), max(200, args.sweeps // 2)) >= power:
+            high = mid
+        else:
+            low = mid
+    n = high
+    print(f"noise: real run-to-run shifts of tests/data/steps (sd {SHIFTS.std(ddof=1):.1%} per run), drift 0.5%/run;"
+          f" one run = {per_run:.2f} min ({source})")
+    print(f"{'P7: calling a 5% speedup, 95%, threshold 2%':48} {'pairs':>8} {'bench min':>10} {'found':>7}")
+    print(f"{'  --until-verdict (mean; median)':48} {mean_pairs:8.1f} {mean_pairs * 2 * per_run:10.1f} {power:7.0%}"
+          f"   (median {median_pairs:.0f} pairs = {median_pairs * 2 * per_run:.1f} min; at most {args.max_pairs})")
+    print(f"{'  fixed repeats, same power':48} {n:8d} {n * 2 * per_run:10.1f} {power:7.0%}")
+    print(f"P7 ratio fixed / until-verdict benchmark minutes: {n / mean_pairs:.2f}")
+
+
+if __name__ == "__main__":
+    main()
