@@ -206,7 +206,8 @@ def _backends(rows: Sequence[AllreduceRow], path: str) -> str:
     new = list(dict.fromkeys(r.new.backend for r in rows if r.path == path))
     if not old:
         return ""
-    label = "hvd: Horovod's allreduce" if path == "horovod" else "raw: MPI_Allreduce without Horovod"
+    label = ("hvd: the framework's all-reduce (Horovod's allreduce; torch_allreduce: torch.distributed.all_reduce)"
+             if path == "horovod" else "raw: MPI_Allreduce without Horovod")
     same = old == new
     return f"{label}, {', '.join(old)}" if same else f"{label}, OLD {', '.join(old)}; NEW {', '.join(new)}"
 

@@ -88,7 +88,7 @@ class AllreduceSweep:
     backend: str
     raw_backend: str | None
     raw_missing: str | None
-    horovod_settings: str
+    framework_path: str  # what the hvd columns measured (Horovod's allreduce, or torch.distributed.all_reduce)
     link_gbps: float | None
     bus_factor: float
     runs: int
@@ -119,6 +119,16 @@ def _path(rows: Sequence[dict[str, Any]], nbytes: int, factor: float, wrong: Seq
                        sum(counted) if counted else None)
 
 
+def _framework_path(record: RunRecord) -> str:
+    """What the `hvd` columns measured: Horovod's allreduce with its controller, cycle time and fusion threshold, or
+    the path a framework's own all-reduce workload names (torch_allreduce: torch.distributed.all_reduce)."""
+    backend = str(record.metrics.get("backend") or record.settings.backend or "?")
+    path = record.metrics.get("path")
+    if isinstance(path, str) and path:
+        return f"hvd: the framework's all-reduce, {path}"
+    return f"hvd: Horovod's allreduce, {backend} controller, {_horovod_settings(record)}"
+
+
 def _horovod_settings(record: RunRecord) -> str:
     """Horovod's cycle time and fusion threshold as the run had them (flags or the stack's env)."""
     resolved = record.resolved
@@ -146,7 +156,7 @@ def _sweep(group: Sequence[RunRecord], link: float | None) -> AllreduceSweep:
     m = first.metrics
     return AllreduceSweep(first.stack.name, first.stack.hash, n, first.settings.hosts,
                           str(m.get("backend") or first.settings.backend or "?"), m.get("raw_backend"),
-                          m.get("raw_missing"), _horovod_settings(first), link or link_gbps(first), factor,
+                          m.get("raw_missing"), _framework_path(first), link or link_gbps(first), factor,
                           len(group), tuple(sizes))
 
 
@@ -230,7 +240,7 @@ def _allreduce_caption(sweep: AllreduceSweep, dtypes: list[str]) -> list[str]:
     raw = (f"raw: {sweep.raw_backend}" if sweep.raw_backend else f"raw path not measured: {sweep.raw_missing}"
            if sweep.raw_missing else "raw path not recorded (a record from before it was measured)")
     lines = [f"stack {sweep.stack} (hash {sweep.stack_hash}) · {where} · {runs}{dtype}",
-             f"hvd: Horovod's allreduce, {sweep.backend} controller, {sweep.horovod_settings} · {raw}",
+             f"{sweep.framework_path} · {raw}",
              "time: median latency (us); algbw = size / time, busbw = algbw x 2(n-1)/n, in GB/s = 1e9 bytes/s "
              "(nccl-tests' definitions)",
              "#wrong: elements of the result that are not the expected sum n(n+1)/2"]

@@ -137,7 +137,8 @@ def test_compare_of_allreduce_records_compares_both_paths():
     assert {r.path for r in c.allreduce} == {"horovod", "raw"}
     assert len(c.allreduce) == 2 * len(rec.metrics["results"])
     text = render_comparison(c, "table")
-    assert "hvd: Horovod's allreduce, mpi" in text and "raw: MPI_Allreduce without Horovod" in text
+    assert ("hvd: the framework's all-reduce (Horovod's allreduce; torch_allreduce: torch.distributed.all_reduce), mpi"
+            in text and "raw: MPI_Allreduce without Horovod" in text)
     assert "busbw OLD" in text and "GB/s" in text
 
 

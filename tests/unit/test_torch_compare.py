@@ -54,3 +54,16 @@ def test_the_bench_summary_tables_torch_runs_by_their_kind_not_their_name():
                              "final_top1": 0.96, "final_top5": 1.0, "compute_s": 7.0, "communication_s": 2.5})
     (table,) = tta_document([tta]).tables
     assert len(table.cells) == 1 and "10" in " ".join(table.cells[0])
+
+
+def test_the_all_reduce_table_says_which_all_reduce_a_torch_run_timed():
+    from repro.results.summary import allreduce_document
+
+    torch = _record("torch_allreduce", "torch", 0.5e-4, 1, backend=None, extra={"dist_backend": "gloo"})
+    torch = torch.model_copy(update={"metrics": {**torch.metrics, "path": "torch.distributed.all_reduce (gloo, cpu "
+                                                 "tensors)"}})
+    horovod = _record("allreduce", "hvd", 1e-4, 2, backend="gloo", extra={})
+    text = " ".join(" ".join(t.caption) for t in allreduce_document([torch]).tables)
+    assert "torch.distributed.all_reduce (gloo, cpu tensors)" in text and "Horovod's allreduce" not in text
+    text = " ".join(" ".join(t.caption) for t in allreduce_document([horovod]).tables)
+    assert "hvd: Horovod's allreduce, gloo controller" in text
