@@ -128,9 +128,9 @@ class Container(_Model):
 class Benchmark(_Model):
     """Defaults for `repro bench` with this stack; every one can be overridden on the command line."""
 
-    workload: Literal["cnn", "tf_cnn_benchmarks", "allreduce", "tta"] = Field(
-        "cnn", description="cnn (throughput), tf_cnn_benchmarks, allreduce (all-reduce sweep) or tta "
-        "(time to accuracy)")
+    workload: Literal["cnn", "tf_cnn_benchmarks", "allreduce", "tta", "probe"] = Field(
+        "cnn", description="cnn (throughput), tf_cnn_benchmarks, allreduce (all-reduce sweep), tta "
+        "(time to accuracy) or probe (no framework: tests the plumbing)")
     model: Model = Field("resnet50", description="the model to train; cnn: " + ", ".join(CNN_MODELS)
                          + "; tta also digits_cnn; tf_cnn_benchmarks: its own model names")
     batch_size: int = Field(64, ge=1, le=MAX_BATCH, description="per-worker batch size")

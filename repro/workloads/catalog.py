@@ -26,9 +26,9 @@ def kind_of(workload: str) -> str:
 
 
 def _builtin() -> None:
-    from . import allreduce, cnn, tf_cnn_benchmarks, tta
+    from . import allreduce, cnn, probe, tf_cnn_benchmarks, tta
 
-    for module in (cnn, allreduce, tta, tf_cnn_benchmarks):
+    for module in (cnn, allreduce, tta, tf_cnn_benchmarks, probe):
         SPECS.setdefault(module.SPEC.name, module.SPEC)
 
 
