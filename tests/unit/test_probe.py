@@ -133,8 +133,10 @@ def test_fail_at_step_exits_with_the_error_and_prints_no_result():
 
 
 def test_hang_at_step_stops_there_until_killed():
-    with pytest.raises(subprocess.TimeoutExpired):
-        run_probe("--hang-at-step", "1", "--steps", "1", timeout=5)
+    with pytest.raises(subprocess.TimeoutExpired) as killed:
+        run_probe("--hang-at-step", "2", "--warmup-steps", "0", "--steps", "3", timeout=4)
+    said = killed.value.stderr.decode() if isinstance(killed.value.stderr, bytes) else str(killed.value.stderr)
+    assert "probe: rank 0 hangs at step 2 (--hang-at-step)" in said
 
 
 def test_only_rank_0_prints_the_result_the_others_their_rank_line():
