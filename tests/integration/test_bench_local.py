@@ -173,3 +173,39 @@ def test_time_to_accuracy_reaches_its_target_on_1_and_2_workers(tmp_path):
         assert m["validation_size"] > 0 and m["train_size"] + m["validation_size"] == 1797
     assert "time to accuracy" in proc.stdout
     json.dumps([r.model_dump(mode="json") for r in records])  # records serialise whole
+
+
+def test_a_hung_point_ends_at_its_time_limit_and_leaves_no_workers(tmp_path):
+    """--timeout outside Slurm: a rank that hangs (the probe's --hang-at-step) ends the point at the limit."""
+    marker = f"{os.getpid()}-{tmp_path.name}"
+    proc = subprocess.run([sys.executable, "-m", "repro", "bench", "--stack", str(STACK), "--hosts", str(LOCAL),
+                           "--workers", "2", *PROBE, "--hang-at-step", "2", "--repeats", "1", "--timeout", "15",
+                           "--store", str(tmp_path)], cwd=ROOT, text=True, capture_output=True, timeout=300,
+                          env=dict(os.environ, REPRO_TEST_MARKER=marker), check=False)
+    assert proc.returncode == 1, proc.stderr
+    (rec,) = Store(tmp_path).records()
+    assert rec.status == "failed" and "did not finish within its time limit of 15 s" in rec.failure, rec.failure
+    deadline = time.monotonic() + 60
+    while workers_marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not workers_marked(marker), "the hung workers survived the time limit"
+
+
+def test_a_rank_that_fails_fails_the_point_with_its_error(tmp_path):
+    proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "2", *PROBE, "--fail-at-step",
+                 "3", "--repeats", "1", store=tmp_path, check=False)
+    assert proc.returncode == 1, proc.stderr
+    (rec,) = Store(tmp_path).records()
+    assert rec.status == "failed" and rec.ranks == []
+    assert "probe: rank 1 fails at step 3 (--fail-at-step)" in rec.failure + rec.log_tail, (rec.failure, rec.log_tail)
+
+
+def test_threads_are_swept_and_reach_the_workers(tmp_path):
+    repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1", *PROBE, "--threads", "1,2",
+          "--step-kind", "matmul", "--repeats", "1", store=tmp_path)
+    records = sorted(Store(tmp_path).records(), key=lambda r: r.settings.threads)
+    assert [(r.status, r.settings.threads) for r in records] == [("ok", 1), ("ok", 2)]
+    # what each worker ran with, as it reported it
+    assert [(r.resolved["intra_threads"], r.resolved["env"]["OMP_NUM_THREADS"]) for r in records] == [
+        (1, "1"), (2, "2")]
+    assert [r.command.count("--intra-threads") for r in records] == [1, 1]
