@@ -9,6 +9,7 @@ plain MPI all-reduce, bench/failure_latency.py how fast a lost host ends a point
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -184,6 +185,54 @@ def test_lost_host_fails_the_point_in_bounded_time_and_resume_completes(store, c
     assert sorted((r.settings.workers, r.status) for r in after) == [(1, "ok"), (2, "failed"), (2, "ok")]
     for host in cluster.hosts:
         assert repro_containers(host.docker_host) == []
+
+
+def _start_long_docker_point(store: Path, cluster) -> tuple[subprocess.Popen, set[str]]:
+    """`repro bench` of a 2-worker probe point that steps for minutes, returned once its container runs on h2."""
+    before = {r.id for r in Store(store).records()}
+    argv = [sys.executable, "-m", "repro", "bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--workload",
+            "probe", "--workers", "2", "--warmup-steps", "1", "--steps", "3000", "--step-time", "0.1", "--batch-size",
+            "8", "--repeats", "1", "--timeout", "500", "--store", str(store)]
+    # SIGINT at its default, as in a terminal (a background job of a script inherits it ignored)
+    proc = subprocess.Popen(["env", "--default-signal=INT", *argv], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None and not repro_containers(cluster.host("h2").docker_host):
+        time.sleep(0.5)
+    assert proc.poll() is None, proc.communicate()
+    assert repro_containers(cluster.host("h2").docker_host), "the point never started its container on h2"
+    time.sleep(5)  # the ranks are stepping
+    return proc, before
+
+
+def test_ctrl_c_on_the_docker_runtime_records_the_point_and_removes_every_container(store, cluster):
+    proc, before = _start_long_docker_point(store, cluster)
+    try:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)  # a guard against a hang, not a speed check
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, f"{out}\n{err}"
+    (rec,) = [r for r in Store(store).records() if r.id not in before]
+    assert rec.status == "failed" and rec.failure.startswith("interrupted"), rec.failure
+    for host in cluster.hosts:
+        assert repro_containers(host.docker_host) == [], f"repro containers left on {host.name}"
+
+
+def test_an_engine_that_dies_mid_run_fails_the_point_naming_its_host(store, cluster):
+    proc, before = _start_long_docker_point(store, cluster)
+    try:
+        with cluster.faulted("engine-kill", "h2"):
+            out, err = proc.communicate(timeout=600)  # a guard against a hang, not a speed check
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, f"{out}\n{err}"
+    (rec,) = [r for r in Store(store).records() if r.id not in before]
+    assert rec.status == "failed" and "h2" in rec.failure, rec.failure
+    assert "time limit" not in rec.failure, "the dead engine must end the point, not its time limit"
+    assert repro_containers(cluster.host("h1").docker_host) == [], "h1 must be clean"
 
 
 def test_host_runtime_across_hosts_refuses_mismatched_software_then_runs(cluster, tmp_path):
