@@ -192,7 +192,7 @@ def test_ctrl_c_cancels_the_job_and_records_the_point_as_interrupted(slurm_clust
     proc, log = run_until(inventory, store, ["--runtime", "docker", "--workers", "2", *LONG], "running (h[1-2])",
                           tmp_path / "bench.log")
     try:
-        time.sleep(5)  # the ranks are in their containers, stepping
+        time.sleep(15)  # the ranks are in their containers, stepping
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=180) == 130, log.read_text()
     finally:
@@ -213,7 +213,7 @@ def test_an_scancel_from_outside_gives_a_failed_record_saying_so(slurm_cluster, 
     proc, log = run_until(inventory, store, ["--runtime", "docker", "--workers", "2", *LONG],
                           "running (h[1-2])", tmp_path / "bench.log")
     try:
-        time.sleep(5)  # the ranks are in their containers, stepping
+        time.sleep(15)  # the ranks are in their containers, stepping
         (job,) = queue(slurm_cluster)
         slurm(slurm_cluster, ["scancel", job.split()[0]])
         assert proc.wait(timeout=300) == 1, log.read_text()
