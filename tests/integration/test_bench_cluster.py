@@ -269,8 +269,8 @@ def test_interleaved_a_b_runs_alternate_across_both_hosts_and_compare_pairs_them
     store = tmp_path / "store"
     bare_metal = host_runtime_inventory(cluster, tmp_path / "bare-metal.yml")
     repro("bench", "--stack", STACK, "--stack", str(twin), "--runtime", "host", "--hosts", str(bare_metal),
-          "--workload", "probe", "--workers", "2", "--warmup-steps", "1", "--steps", "3", "--batch-size", "8",
-          "--repeats", "2", "--store", str(store))
+          "--workload", "probe", "--workers", "2", "--warmup-steps", "1", "--steps", "4", "--step-time", "0.3",
+          "--batch-size", "8", "--repeats", "2", "--store", str(store))  # runs over a second: created orders them
     records = sorted(Store(store).records(), key=lambda r: (r.created, r.id))
     assert len(records) == 4 and all(r.status == "ok" for r in records), [r.failure for r in records]
     hashes = [r.stack.hash for r in records]

@@ -106,8 +106,9 @@ def test_interleaved_a_b_runs_alternate_on_the_same_host_and_compare_pairs_them(
     twin = tmp_path / "cpu-tf215-twin.yaml"  # the same software; one extra variable, so another stack hash
     twin.write_text(f"extends: {STACK}\ndescription: cpu-tf215 twin\nenv: {{REPRO_TWIN: '1'}}\n")
     store = tmp_path / "store"
+    # steps of 0.3 s: each run lasts over a second, so the records' creation times (whole seconds) give their order
     proc = repro("bench", "--stack", str(STACK), "--stack", str(twin), "--hosts", str(LOCAL), "--workers", "1",
-                 *PROBE, "--repeats", "2", store=store)
+                 *PROBE, "--step-time", "0.3", "--repeats", "2", store=store)
     assert "interleaved runs are paired" in proc.stdout, proc.stdout
     records = sorted(Store(store).records(), key=lambda r: (r.created, r.id))
     hashes = [r.stack.hash for r in records]
