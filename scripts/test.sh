@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Set up this machine and run repro's whole test suite: unit tests (pure logic, fast) and
-# integration tests against real components (Docker engines, SSH servers, Ansible, MPI across
-# network-namespace hosts; see docs/testing.md). Extra arguments go to pytest.
+# Set up this machine and run repro's whole test suite: the lint stage (scripts/lint.sh), unit tests (pure
+# logic, fast) and integration tests against real components (Docker engines, SSH servers, Ansible, MPI
+# across network-namespace hosts; see docs/testing.md). Extra arguments go to pytest. It prints the time of
+# each phase (setup, lint, unit, integration) and the 30 slowest tests.
 #
 #   scripts/test.sh [PYTEST ARGS...]           this checkout's .venv, ~/.cache/repro, the machine's dockerd
 #   scripts/test.sh --fresh [PYTEST ARGS...]   as on a new machine: an empty Docker engine of its own, an
@@ -91,17 +92,21 @@ log "setup: $((SECONDS - phase_start)) s"
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 tests/cluster/local-docker.sh ensure
-# Integration prerequisites missing is a failure here, not a skip. --durations: where the CI budget goes.
+# The lint stage: ruff, import-linter, shellcheck, hadolint, ansible-lint, each once (scripts/lint.sh).
+phase_start=$SECONDS
+scripts/lint.sh
+log "lint: $((SECONDS - phase_start)) s"
+# Integration prerequisites missing is a failure here, not a skip. Unit tests first (they fail fast), then
+# the integration tests; tests/conftest.py prints each phase's time before pytest's summary line, and
+# --durations the 30 slowest tests: where the CI budget goes.
 export REPRO_TESTS_STRICT=1
-ruff check --no-cache repro tests bench  # no cache: what a fresh clone sees
-lint-imports --no-cache  # the layer contracts of pyproject.toml ([tool.importlinter])
 if [ "$FRESH" = 0 ]; then
-  exec python -m pytest tests -p no:cacheprovider --durations=30 "$@"
+  exec python -m pytest tests/unit tests/integration -p no:cacheprovider --durations=30 "$@"
 fi
 phase_start=$SECONDS
 # In the background, so that INT/TERM reach the traps at once (not after pytest ends); the EXIT trap
 # sends pytest one SIGTERM, which tests/cluster/fixtures.py turns into a clean teardown of the cluster.
-python -m pytest tests -p no:cacheprovider --durations=30 "$@" &
+python -m pytest tests/unit tests/integration -p no:cacheprovider --durations=30 "$@" &
 PYTEST_PID=$!
 status=0
 wait "$PYTEST_PID" || status=$?

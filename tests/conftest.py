@@ -51,6 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     tools = str(Path(sys.executable).parent)
     if tools not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = os.pathsep.join(filter(None, [tools, os.environ.get("PATH")]))
+    _register_phase_times(config)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -62,6 +63,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--reverse"):
         items.reverse()
+
+
+class PhaseTimes:
+    """Time spent per phase of the suite (its directory under tests/: unit, integration), printed before
+    pytest's summary line: scripts/test.sh reports setup and lint, this the rest."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.tests: dict[str, set[str]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        parts = report.nodeid.split("/")
+        phase = parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + report.duration
+        self.tests.setdefault(phase, set()).add(report.nodeid)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.seconds:
+            return
+        terminalreporter.section("time per phase")
+        for phase in sorted(self.seconds, key=lambda p: ("unit", "integration").index(p)
+                            if p in ("unit", "integration") else 2):
+            terminalreporter.write_line(f"{phase}: {self.seconds[phase]:.0f} s in {len(self.tests[phase])} tests "
+                                        "(setup, call and teardown)")
+
+
+def _register_phase_times(config: pytest.Config) -> None:
+    config.pluginmanager.register(PhaseTimes(), "repro-phase-times")
 
 
 @pytest.fixture(scope="session")

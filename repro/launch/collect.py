@@ -92,6 +92,20 @@ def reported_settings(point: Settings, resolved: dict[str, Any]) -> tuple[Settin
     return point.model_copy(update=update), None
 
 
+def rank_mismatch(point: Settings, result: dict[str, Any]) -> str | None:
+    """Why a result of repro's own workloads does not describe the point's workers: another count of ranks (a
+    launcher that left every rank alone in a world of one, or started more processes), else None. Programs
+    repro does not ship (tf_cnn_benchmarks) report their ranks their own way and are not judged by this."""
+    if WORKLOADS.get(point.workload).spec.module is None:
+        return None
+    ranks = len(result.get("ranks") or [])
+    size = (result.get("world") or {}).get("size")
+    if ranks == point.workers and size in (None, point.workers):
+        return None
+    return (f"the workload reported {ranks} rank(s) in a world of {size}, but the point has {point.workers} "
+            f"worker(s): the launcher did not start the job the point describes")
+
+
 def _base(point: Settings, placement: tuple[Placement, ...], ctx: Context) -> dict[str, Any]:
     hosts = [HostRef(name=p.host.name, address=p.host.address, slots=p.ranks, gpus=p.host.gpus) for p in placement]
     names = {h.name for h in hosts}
@@ -129,7 +143,7 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
     if result is not None:
         settings, mismatch = reported_settings(base["settings"], resolved)
         base["settings"] = settings
-        failure = failure or mismatch
+        failure = failure or mismatch or rank_mismatch(point, result)
     return for_storage(RunRecord(
         status="failed" if failure else "ok", failure=redact_text(failure) if failure else None, **base,
         ranks=_ranks(result, plan.placement) if result else [],

@@ -1,7 +1,7 @@
 """Workloads as the launcher sees them: a spec (declared next to the program, in repro.workloads), the
 command one worker runs for a point, and the parser of what the workload printed.
 
-    @WORKLOADS.register("cnn")          # built in: cnn, allreduce, tta, tf_cnn_benchmarks, torch_*
+    @WORKLOADS.register("cnn")          # built in: cnn, allreduce, tta, tf_cnn_benchmarks, torch_*, probe
     class Cnn(ReproWorkload): spec = cnn.SPEC
 
 Adding a workload is a program with its SPEC in repro/workloads and one registration here (or, for a
@@ -84,11 +84,22 @@ class ReproWorkload:
         return find_result(stdout)
 
 
+@dataclass(frozen=True)
+class ProbeWorkload(ReproWorkload):
+    """The plumbing probe: rank 0's REPRO_RESULT line completed with the other ranks' REPRO_RANK lines."""
+
+    def parse(self, stdout: str) -> dict[str, Any] | None:
+        from repro.workloads import probe
+
+        return probe.merge(find_result(stdout), stdout)
+
+
 def _register_builtin() -> None:
-    from repro.workloads import allreduce, cnn, tf_cnn_benchmarks, torch_allreduce, torch_cnn, torch_tta, tta
+    from repro.workloads import allreduce, cnn, probe, tf_cnn_benchmarks, torch_allreduce, torch_cnn, torch_tta, tta
 
     for module in (cnn, allreduce, tta, torch_cnn, torch_allreduce, torch_tta):
         WORKLOADS.add(module.SPEC.name, ReproWorkload(module.SPEC), help=module.SPEC.summary)
+    WORKLOADS.add(probe.SPEC.name, ProbeWorkload(probe.SPEC), help=probe.SPEC.summary)
     WORKLOADS.lazy("tf_cnn_benchmarks", "repro.launch.tf_cnn_benchmarks:WORKLOAD", help=tf_cnn_benchmarks.SUMMARY)
 
 

@@ -1,8 +1,9 @@
-"""The one place where a stage's exception becomes a failed outcome (ReFrame's `_safe_call`).
+"""How a stage's exception becomes a failed outcome (ReFrame's `_safe_call`); `repro bench` uses it for
+planning a point.
 
-A point of a sweep, a host of a shipment or a playbook run can fail for many reasons; whichever stage
-raised, the pipeline records the failure with a one-line reason and goes on (or stops, for Ctrl-C),
-instead of each stage catching errors its own way.
+Planning a point can fail for many reasons; whatever raised, the pipeline records the point as failed with
+a one-line reason and goes on (or stops, for Ctrl-C). Other stages (shipping an image, running playbooks)
+still catch their errors their own way.
 """
 
 from __future__ import annotations

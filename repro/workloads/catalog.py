@@ -26,9 +26,9 @@ def kind_of(workload: str) -> str:
 
 
 def _builtin() -> None:
-    from . import allreduce, cnn, tf_cnn_benchmarks, torch_allreduce, torch_cnn, torch_tta, tta
+    from . import allreduce, cnn, probe, tf_cnn_benchmarks, torch_allreduce, torch_cnn, torch_tta, tta
 
-    for module in (cnn, allreduce, tta, tf_cnn_benchmarks, torch_cnn, torch_allreduce, torch_tta):
+    for module in (cnn, allreduce, tta, tf_cnn_benchmarks, torch_cnn, torch_allreduce, torch_tta, probe):
         SPECS.setdefault(module.SPEC.name, module.SPEC)
 
 

@@ -281,7 +281,7 @@ def skip_or_fail(reason: str) -> NoReturn:
     """Skip the test, or fail it under REPRO_TESTS_STRICT=1 (scripts/test.sh): a missing prerequisite."""
     # scripts/test.sh sets REPRO_TESTS_STRICT: there a missing prerequisite is a failure, not a skip.
     if os.environ.get("REPRO_TESTS_STRICT", "") not in ("", "0"):
-        pytest.fail(f"test cluster unavailable (REPRO_TESTS_STRICT): {reason}", pytrace=False)
+        pytest.fail(f"a prerequisite is missing (REPRO_TESTS_STRICT): {reason}", pytrace=False)
     pytest.skip(reason)
 
 

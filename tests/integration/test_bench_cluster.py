@@ -1,5 +1,7 @@
 """`repro bench` on the two-host test cluster with the docker runtime: containers from the CPU stack's
 image on each host's own engine, mpirun across the hosts' addresses, faults, and the all-reduce sweep.
+TensorFlow and Horovod run where they are the subject (a CNN sweep, the all-reduce sweep); the plumbing
+tests (a lost host, resume, the host runtime's placement, interleaving) run the probe workload.
 
 Timings are not asserted here: bench/allreduce_paths.py --cluster prints the all-reduce paths against a
 plain MPI all-reduce, bench/failure_latency.py how fast a lost host ends a point.
@@ -7,6 +9,7 @@ plain MPI all-reduce, bench/failure_latency.py how fast a lost host ends a point
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -139,8 +142,10 @@ def _stack_hash() -> str:
 
 
 def test_lost_host_fails_the_point_in_bounded_time_and_resume_completes(store, cluster):
-    args = ["bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--workers", "1,2", "--warmup-steps", "1",
-            "--steps", "150", "--batch-size", "8", "--repeats", "1", "--store", str(store)]
+    # 300 steps of 0.1 s: the 2-worker point is still stepping when h2's link is cut
+    args = ["bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--workload", "probe", "--workers", "1,2",
+            "--warmup-steps", "1", "--steps", "300", "--step-time", "0.1", "--batch-size", "8", "--repeats", "1",
+            "--store", str(store)]
     before = {r.id for r in Store(store).records()}
     # a time limit below the guard on communicate() below: a lost host that went unnoticed shows as the
     # point's time limit in its failure, not as a hung test
@@ -173,7 +178,7 @@ def test_lost_host_fails_the_point_in_bounded_time_and_resume_completes(store, c
     assert repro_containers(cluster.host("h1").docker_host) == [], "h1 must be clean"
 
     # the host is back: --resume runs only the failed point (and sweeps what was left on h2), with the
-    # default time limit: 150 steps on two containers take minutes on a busy 2-core machine
+    # default time limit
     resumed = repro(*args, "--resume")
     assert "skipped (--resume)" in resumed.stderr
     after = [r for r in Store(store).records() if r.id not in before]
@@ -182,11 +187,65 @@ def test_lost_host_fails_the_point_in_bounded_time_and_resume_completes(store, c
         assert repro_containers(host.docker_host) == []
 
 
+def _start_long_docker_point(store: Path, cluster) -> tuple[subprocess.Popen, set[str]]:
+    """`repro bench` of a 2-worker probe point that steps for minutes, returned once its container runs on h2."""
+    before = {r.id for r in Store(store).records()}
+    argv = [sys.executable, "-m", "repro", "bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--workload",
+            "probe", "--workers", "2", "--warmup-steps", "1", "--steps", "3000", "--step-time", "0.1", "--batch-size",
+            "8", "--repeats", "1", "--timeout", "500", "--store", str(store)]
+    # SIGINT at its default, as in a terminal (a background job of a script inherits it ignored)
+    proc = subprocess.Popen(["env", "--default-signal=INT", *argv], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None and not repro_containers(cluster.host("h2").docker_host):
+        time.sleep(0.5)
+    assert proc.poll() is None, proc.communicate()
+    assert repro_containers(cluster.host("h2").docker_host), "the point never started its container on h2"
+    time.sleep(5)  # the ranks are stepping
+    return proc, before
+
+
+def test_ctrl_c_on_the_docker_runtime_records_the_point_and_removes_every_container(store, cluster):
+    proc, before = _start_long_docker_point(store, cluster)
+    try:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)  # a guard against a hang, not a speed check
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, f"{out}\n{err}"
+    (rec,) = [r for r in Store(store).records() if r.id not in before]
+    assert rec.status == "failed" and rec.failure.startswith("interrupted"), rec.failure
+    for host in cluster.hosts:
+        assert repro_containers(host.docker_host) == [], f"repro containers left on {host.name}"
+
+
+def test_an_engine_that_dies_mid_run_fails_the_point_naming_its_host(store, cluster):
+    proc, before = _start_long_docker_point(store, cluster)
+    try:
+        with cluster.faulted("engine-kill", "h2"):
+            out, err = proc.communicate(timeout=600)  # a guard against a hang, not a speed check
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, f"{out}\n{err}"
+    (rec,) = [r for r in Store(store).records() if r.id not in before]
+    assert rec.status == "failed" and "h2" in rec.failure, rec.failure
+    assert "time limit" not in rec.failure, "the dead engine must end the point, not its time limit"
+    assert repro_containers(cluster.host("h1").docker_host) == [], "h1 must be clean"
+    # h2's container could not be removed while its engine was dead: take it away for the next tests
+    h2 = cluster.host("h2").docker_host
+    for container in repro_containers(h2):
+        subprocess.run(["docker", "-H", h2, "rm", "--force", container], capture_output=True, timeout=120, check=False)
+    assert repro_containers(h2) == []
+
+
 def test_host_runtime_across_hosts_refuses_mismatched_software_then_runs(cluster, tmp_path):
-    """The bare-metal path: the hosts' own TensorFlow, Horovod and MPI, checked against the stack first."""
+    """The bare-metal path: the hosts' own TensorFlow, Horovod and MPI, checked against the stack first (the
+    check is the subject: the run after it is the probe's)."""
     store = tmp_path / "store"
-    args = ["bench", "--stack", STACK, "--runtime", "host", "--workers", "2", "--warmup-steps", "1", "--steps", "3",
-            "--batch-size", "8", "--repeats", "1", "--store", str(store)]
+    args = ["bench", "--stack", STACK, "--runtime", "host", "--workload", "probe", "--workers", "2",
+            "--warmup-steps", "1", "--steps", "3", "--batch-size", "8", "--repeats", "1", "--store", str(store)]
     # as generated, the hosts' python3 is Debian's own, without TensorFlow: refused, host by host
     refused = repro(*args, "--hosts", str(cluster.inventory), check=False)
     assert refused.returncode != 0
@@ -210,8 +269,8 @@ def test_interleaved_a_b_runs_alternate_across_both_hosts_and_compare_pairs_them
     store = tmp_path / "store"
     bare_metal = host_runtime_inventory(cluster, tmp_path / "bare-metal.yml")
     repro("bench", "--stack", STACK, "--stack", str(twin), "--runtime", "host", "--hosts", str(bare_metal),
-          "--workers", "2", "--warmup-steps", "1", "--steps", "3", "--batch-size", "8", "--repeats", "2",
-          "--store", str(store))
+          "--workload", "probe", "--workers", "2", "--warmup-steps", "1", "--steps", "4", "--step-time", "0.3",
+          "--batch-size", "8", "--repeats", "2", "--store", str(store))  # runs over a second: created orders them
     records = sorted(Store(store).records(), key=lambda r: (r.created, r.id))
     assert len(records) == 4 and all(r.status == "ok" for r in records), [r.failure for r in records]
     hashes = [r.stack.hash for r in records]

@@ -3,6 +3,9 @@ point one job, with srun --mpi=pmix and the host runtime, with Docker workers an
 mpirun inside the allocation; records name both nodes and the jobs; `repro compare` lines a Slurm run up with
 a direct SSH run; Ctrl-C, the time limit and a killed slurmd give the right record and leave no job, process or
 container behind, and `--resume` completes. Run with: pytest -m slurm tests/integration/test_bench_slurm.py
+
+TensorFlow and Horovod run where the framework is the subject (Charliecloud's image under srun); the
+scheduler's plumbing (placement, jobs, records, faults) is tested with the probe workload.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slurm, pytest.mark.docker, pytest
 STACK = "stacks/cpu-tf215.yaml"
 STEPS = ("--warmup-steps", "1", "--steps", "3", "--batch-size", "8")
 SMALL = (*STEPS, "--repeats", "1")
-LONG = ("--warmup-steps", "1", "--steps", "5000", "--batch-size", "8", "--repeats", "1")
+PROBE = ("--workload", "probe", *SMALL)
+# something to interrupt: far longer than any test waits (an hour of 0.1 s steps)
+LONG = ("--workload", "probe", "--warmup-steps", "1", "--steps", "36000", "--step-time", "0.1", "--batch-size", "8",
+        "--repeats", "1")
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +109,7 @@ def assert_sweep_on_both_nodes(records, runtime: str, launcher: str = "srun") ->
 
 def test_host_runtime_sweep_under_srun_pmix_runs_one_job_per_point_on_both_nodes(slurm_cluster, store, inventory):
     before = {r.id for r in Store(store).records()}
-    proc = bench(inventory, store, "--runtime", "host", "--workers", "1,2", *SMALL)
+    proc = bench(inventory, store, "--runtime", "host", "--workers", "1,2", *PROBE)
     records = new_records(store, before)
     assert_sweep_on_both_nodes(records, "host")
     assert records[1].command[:2] == ["srun", "--mpi=pmix"] and records[1].slurm.pmi == "pmix"
@@ -114,7 +120,7 @@ def test_host_runtime_sweep_under_srun_pmix_runs_one_job_per_point_on_both_nodes
 
 def test_docker_workers_are_started_and_removed_inside_the_jobs(slurm_cluster, store, inventory):
     before = {r.id for r in Store(store).records()}
-    bench(inventory, store, "--runtime", "docker", "--workers", "1,2", *SMALL)
+    bench(inventory, store, "--runtime", "docker", "--workers", "1,2", *PROBE)
     records = new_records(store, before)
     assert_sweep_on_both_nodes(records, "docker")
     assert records[1].image.image.id.startswith("sha256:") and "repro_docker_worker" in records[1].slurm.script
@@ -133,7 +139,7 @@ def test_charliecloud_ranks_run_in_the_converted_image_under_srun_pmix(slurm_clu
 @pytest.mark.parametrize("runtime", ["host", "docker"])
 def test_mpirun_inside_the_allocation_starts_its_daemons_through_slurm(slurm_cluster, store, inventory, runtime):
     before = {r.id for r in Store(store).records()}
-    bench(inventory, store, "--runtime", runtime, "--launcher", "mpirun", "--workers", "2", *SMALL)
+    bench(inventory, store, "--runtime", runtime, "--launcher", "mpirun", "--workers", "2", *PROBE)
     (rec,) = new_records(store, before)
     assert rec.status == "ok", rec.failure
     assert rec.command[0] == "mpirun" and "-H" not in rec.command and "plm_rsh_args" not in rec.command
@@ -146,16 +152,20 @@ def test_compare_lines_the_slurm_run_up_with_a_direct_ssh_run(slurm_cluster, sto
     for root in (direct, batch):
         root.mkdir()
         (root / "locks").symlink_to(store / "locks")
-    run_repro("bench", "--stack", STACK, "--hosts", str(slurm_cluster.inventory), "--workers", "1,2", *STEPS,
-              "--repeats", "2", "--store", str(direct), timeout=1800)
-    bench(inventory, batch, "--runtime", "docker", "--workers", "1,2", *STEPS, "--repeats", "2")
+    run_repro("bench", "--stack", STACK, "--hosts", str(slurm_cluster.inventory), "--workers", "1,2", "--workload",
+              "probe", *STEPS, "--repeats", "2", "--store", str(direct), timeout=1800)
+    bench(inventory, batch, "--runtime", "docker", "--workers", "1,2", "--workload", "probe", *STEPS, "--repeats", "2")
     # the same stack, points and hosts: aligned without --allow-different-hardware (exit 0)
-    rows = run_repro("compare", str(direct), str(batch), "--format", "json").stdout
-    aligned = json.loads(rows)
-    assert "resnet20" in rows and rows.count('"workers"') >= 2, rows
+    aligned = json.loads(run_repro("compare", str(direct), str(batch), "--format", "json").stdout)
+    rows = sorted(aligned["throughput"], key=lambda r: r["point"]["workers"])
+    assert [(r["point"]["workload"], r["point"]["workers"], r["point"]["hosts"]) for r in rows] == [
+        ("probe", 1, 1), ("probe", 2, 2)], rows
+    for row in rows:  # each point measured on both sides, 2 runs each, and a ratio of the two
+        assert (row["runs_old"], row["runs_new"], row["failed_old"], row["failed_new"]) == (2, 2, 0, 0), row
+        assert row["ratio"] == pytest.approx(row["images_per_sec_new"] / row["images_per_sec_old"]), row
+    assert aligned["old_only"] == aligned["new_only"] == [] and aligned["changes"]["hardware"] == []
     table = run_repro("compare", str(direct), str(batch)).stdout
     assert "NEW/OLD" in table and "runs on different hardware" not in table, table
-    assert aligned
     assert all(r.slurm is None for r in Store(direct).records())
     assert all(r.slurm is not None for r in Store(batch).records())
 
@@ -235,11 +245,12 @@ def test_the_time_limit_gives_a_timed_out_record(slurm_cluster, store, inventory
 def test_a_killed_slurmd_fails_the_point_naming_the_node_and_resume_completes(slurm_cluster, store, inventory,
                                                                              tmp_path):
     before = {r.id for r in Store(store).records()}
-    args = ["--runtime", "docker", "--workers", "1,2", "--warmup-steps", "1", "--steps", "400", "--batch-size", "8",
-            "--repeats", "1"]
+    # 300 steps of 0.1 s: the 2-worker point is still stepping when h2's slurmd is killed
+    args = ["--runtime", "docker", "--workload", "probe", "--workers", "1,2", "--warmup-steps", "1", "--steps", "300",
+            "--step-time", "0.1", "--batch-size", "8", "--repeats", "1"]
     proc, log = run_until(inventory, store, args, "running (h[1-2])", tmp_path / "bench.log", timeout=900)
     try:
-        time.sleep(15)
+        time.sleep(8)
         slurm_cluster.slurmd_kill("h2")
         assert proc.wait(timeout=300) == 1, log.read_text()
     finally:
@@ -263,7 +274,7 @@ def test_a_killed_slurmd_fails_the_point_naming_the_node_and_resume_completes(sl
 
 def test_pmi2_is_refused_before_anything_is_submitted(slurm_cluster, store, inventory):
     jobs_before = slurm_cluster.slurm.jobcomp.read_text() if slurm_cluster.slurm.jobcomp.exists() else ""
-    proc = bench(inventory, store, "--runtime", "host", "--workers", "2", "--slurm-mpi", "pmi2", *SMALL, check=False)
+    proc = bench(inventory, store, "--runtime", "host", "--workers", "2", "--slurm-mpi", "pmi2", *PROBE, check=False)
     assert proc.returncode == 1
     assert "refusing to submit: the MPI was built without PMI-2" in proc.stderr, proc.stderr
     checks = [line for line in slurm_cluster.slurm.jobcomp.read_text().removeprefix(jobs_before).splitlines()

@@ -85,9 +85,32 @@ def test_up_locks_exact_versions_and_horovod_build(built, store, docker_client):
     assert lock.image.id == image_id(docker_client, lock.image.tag) == result.outcome.image_id
     assert lock.image.base_image == "debian:12" and lock.image.base_image_id
     assert lock.sshd.port == 50000 and lock.sshd.host_keys
+    # the session's first `up` finds the tag already built on a reused machine: then it claims no build log
+    # (the next test makes a build run and checks its log)
+    assert lock.build.built == result.outcome.built
     if result.outcome.built:
         assert Path(lock.build.log).is_file()
         assert "Successfully built" in Path(lock.build.log).read_text()
+    else:
+        assert lock.build.log is None
+
+
+def test_a_build_that_runs_writes_its_log_and_the_lock_names_it(built, docker_client, tmp_path):
+    """A build that surely runs: a build argument the Dockerfile does not use gives a new tag, every layer
+    from the cache of the session's first build."""
+    options = BuildOptions(ca_bundle=default_ca_bundle(), build_args=(("REPRO_TEST_BUILD", tmp_path.name),))
+    store = Store(tmp_path / "store")
+    result = up(load_stack(CPU), store=store, options=options)
+    try:
+        assert result.outcome.built and result.verified
+        lock = store.lock(load_stack(CPU).hash)
+        assert lock.build.built and lock.image.tag != built.lock.image.tag
+        log = Path(lock.build.log)
+        assert log.is_file() and log.parent == store.logs_dir()
+        text = log.read_text()
+        assert f"# repro build of {lock.image.tag}" in text and "Successfully built" in text, text[-2000:]
+    finally:
+        docker_client.images.remove(result.lock.image.tag)
 
 
 def test_second_up_builds_nothing(built, store):

@@ -279,14 +279,6 @@ def test_charliecloud_ranks_under_pmix_read_their_rank(slurm_cluster: Cluster, c
 # -- lifecycle ------------------------------------------------------------------------------------
 
 
-def test_slurm_scripts_pass_shellcheck() -> None:
-    if shutil.which("shellcheck") is None:
-        pytest.skip("shellcheck is not installed")
-    scripts = [str(SCRIPT), str(SCRIPT.with_name("slurm.sh"))]
-    proc = subprocess.run(["shellcheck", "-x", *scripts], capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stdout
-
-
 def _leftovers(name: str, state_dir: Path) -> list[str]:
     found = []
     for proc in Path("/proc").iterdir():

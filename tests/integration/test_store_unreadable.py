@@ -1,20 +1,18 @@
-"""`repro bench --resume` goes on past record files it cannot read, and names them (real TensorFlow run)."""
+"""`repro bench --resume` goes on past record files it cannot read, and names them (real runs of the probe
+workload: the store is the subject, not the framework)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-
 from repro.results.record import SCHEMA_VERSION
 from repro.results.store import Store
 from tests.integration.cli import run_repro
 
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
-
 SWEEP = ["bench", "--stack", "stacks/cpu-tf215.yaml", "--hosts", "inventories/localhost", "--runtime", "host",
-         "--workers", "1", "--repeats", "2", "--steps", "3", "--warmup-steps", "1", "--batch-size", "4"]
+         "--workload", "probe", "--workers", "1", "--repeats", "2", "--steps", "3", "--warmup-steps", "1",
+         "--batch-size", "4"]
 
 
 def test_resume_skips_unreadable_record_files_with_a_warning_and_completes_the_sweep(tmp_path: Path):

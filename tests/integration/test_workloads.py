@@ -23,6 +23,7 @@ import pytest
 
 from repro.workloads import _common as common
 from repro.workloads import _net as net
+from tests.cluster.fixtures import skip_or_fail
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MPIRUN = shutil.which("mpirun")
@@ -33,13 +34,14 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-pytestmark = [
-    pytest.mark.tf,
-    pytest.mark.skipif(
-        not (MPIRUN and _installed("tensorflow") and _installed("horovod")),
-        reason="needs mpirun, TensorFlow and Horovod in this environment",
-    ),
-]
+pytestmark = pytest.mark.tf
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _prerequisites() -> None:
+    # a skip without them, a failure under REPRO_TESTS_STRICT (scripts/test.sh)
+    if not (MPIRUN and _installed("tensorflow") and _installed("horovod")):
+        skip_or_fail("needs mpirun, TensorFlow and Horovod in this environment")
 
 
 @dataclass

@@ -9,6 +9,7 @@ import pytest
 
 from repro.errors import BackendUnavailable, ImageError
 from repro.image import base
+from tests.cluster.fixtures import skip_or_fail
 
 
 def test_debian_recipe_is_unchanged_so_cached_tarballs_stay_valid(tmp_path):
@@ -44,7 +45,7 @@ def test_what_debootstrap_cannot_make_is_refused_with_what_it_can():
 def test_a_missing_ubuntu_keyring_stops_before_debootstrap_says_where_to_get_it(tmp_path):
     recipe = dataclasses.replace(base.recipe_for("ubuntu:18.04"), keyring=str(tmp_path / "absent.gpg"))
     if any(base.shutil.which(tool) is None for tool in ("debootstrap", "tar")):
-        pytest.skip("debootstrap is not installed")
+        skip_or_fail("debootstrap is not installed")
     with pytest.raises(BackendUnavailable, match=r"absent\.gpg is missing") as info:
         base._build_tarball(recipe, tmp_path / "out.tar")
     assert "bookworm-backports ubuntu-keyring" in info.value.hint

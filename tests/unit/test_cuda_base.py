@@ -21,6 +21,7 @@ from repro.image import cuda_base
 from repro.image.blocks import formats
 from repro.image.blocks.own import SignedAptRepository
 from repro.manifest import load_stack
+from tests.cluster.fixtures import skip_or_fail
 from tests.unit.test_render import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,7 +147,7 @@ def _args(path: Path):
 @pytest.fixture(scope="module")
 def test_key(tmp_path_factory) -> tuple[Path, str]:
     if shutil.which("gpg") is None:
-        pytest.skip("gpg is not installed")
+        skip_or_fail("gpg is not installed")
     home = tmp_path_factory.mktemp("gnupg")
     env = dict(os.environ, GNUPGHOME=str(home))
     subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-generate-key", "repro test <t@example.invalid>",

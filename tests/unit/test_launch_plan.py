@@ -153,6 +153,21 @@ def test_collect_maps_ranks_to_hosts_by_address_not_hostname():
     assert rec.env["API_TOKEN"] == marker("s3cret")
 
 
+@pytest.mark.parametrize("addresses", [[["10.9.0.1"]], [["10.9.0.1"], ["10.9.0.2"], ["10.9.0.2"]]],
+                         ids=["fewer", "more"])
+def test_collect_refuses_a_result_whose_rank_count_is_not_the_points_workers(addresses):
+    """Each rank alone in a world of one (Gloo under a plain mpirun), or more processes than asked: failed, not ok."""
+    (p,) = expand(SweepSpec(workers=(2,)), CPU.stack)
+    plan = plan_of(p, cluster(), "docker", stack_env={}, gpu=False, run_id="r", image="img")
+    ctx = collect.Context(StackRef(name="cpu", hash="abc"), RuntimeReport(), SweepRef(id="sw", point=point_key(p)),
+                          "docker")
+    out = "REPRO_RESULT " + json.dumps(_result(addresses)) + "\n"
+    rec = collect.record(p, plan, ctx, Outcome(out, "", 0, 3.2))
+    assert rec.status == "failed", rec
+    assert rec.failure == (f"the workload reported {len(addresses)} rank(s) in a world of {len(addresses)}, but the "
+                           "point has 2 worker(s): the launcher did not start the job the point describes")
+
+
 def test_collect_without_a_result_is_a_failed_record_with_the_reason():
     (p,) = expand(SweepSpec(workers=(1,)), CPU.stack)
     plan = plan_of(p, cluster(), "host", stack_env={}, gpu=False, run_id="r")

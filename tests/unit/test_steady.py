@@ -87,3 +87,33 @@ def test_annotate_records_the_detected_warm_up_per_rank():
     assert rank.detected_warmup == 11
     short = steady.annotate([RankResult(rank=0, step_times=[0.1] * 3)])
     assert short[0].detected_warmup is None
+
+
+def test_the_warmup_flag_reaches_the_figures_of_results_scaling_and_compare(tmp_path, capsys):
+    """--warmup auto through the command line, not only the library: `results scaling` and `compare`."""
+    import json
+
+    from repro.cli import main
+    from repro.results.store import Store
+
+    slow = [real_steps.record(slow_start(RUNS[i]), "a", n=i) for i in (3, 4)]
+    clean = [real_steps.record(RUNS[i], "b", n=i) for i in (3, 4)]
+    store = Store(tmp_path)
+    for rec in (*slow, *clean):
+        store.put(rec)
+
+    def run(*argv: str) -> dict | list:
+        assert main([*argv, "--store", str(tmp_path), "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    for warmup in (steady.FIXED, steady.AUTO):
+        (point,) = metrics.points(slow, warmup=warmup)
+        flags = ("--warmup", warmup) if warmup == steady.AUTO else ()
+        rows = [r for r in run("results", "scaling", *flags) if r["stack"] == "a"]
+        assert [r["images_per_sec"] for r in rows] == [pytest.approx(point.images_per_sec)], (warmup, rows)
+        compared = run("compare", "a", "b", *flags)
+        assert compared["options"]["warmup"] == warmup
+        (row,) = compared["throughput"]
+        assert row["images_per_sec_old"] == pytest.approx(point.images_per_sec)
+    fixed, auto = (metrics.points(slow, warmup=w)[0].images_per_sec for w in (steady.FIXED, steady.AUTO))
+    assert auto > 1.3 * fixed  # the flag changed the figure: the default keeps the slow start

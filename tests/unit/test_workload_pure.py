@@ -14,6 +14,7 @@ import pytest
 from repro.workloads import WorkloadError, allreduce, cnn, data, gloo, models, tta
 from repro.workloads import _common as common
 from repro.workloads import _net as net
+from tests.cluster.fixtures import skip_or_fail
 
 WORKLOADS_DIR = pathlib.Path(common.__file__).parent
 
@@ -168,7 +169,7 @@ def test_prepare_gloo_environment_refuses_a_rank_placed_on_another_hosts_address
         "OMPI_COMM_WORLD_SIZE": "2",
     }
     if not net.local_ipv4_addresses():
-        pytest.skip("this namespace has no non-loopback address to compare with")
+        skip_or_fail("this namespace has no non-loopback address to compare with")
     with pytest.raises(common.WorkloadError, match="map-by slot"):
         net.prepare_gloo_environment(env)
 

@@ -1,7 +1,7 @@
 """Slurm's srun as the launcher: Slurm starts every rank inside the job's allocation and wires MPI up
 through the PMI plugin the site's Slurm and the MPI share (`--mpi=pmix`: Debian 12's Slurm 22.05 and Open MPI
 4.1.4 share PMIx 4.2.2). Whether the MPI can use that plugin is checked before a job is submitted
-(repro.launch.schedulers.slurm_probe)."""
+(repro.launch.schedulers.slurm_nodes: pmi_problem)."""
 
 from __future__ import annotations
 
