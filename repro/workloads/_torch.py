@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import WorkloadError
+from . import _common as common
 from ._common import World, resolve_threads, usable_cpus
 from ._net import interface_of, launcher_rank, local_ipv4_addresses
 
@@ -228,3 +229,13 @@ def software() -> dict[str, str]:
     except ImportError:
         pass
     return out
+
+
+def finish(workload: str, world: World, settings: dict[str, Any], record: dict[str, Any], metrics: Any,
+           output: str | None) -> dict[str, Any] | None:
+    """The result document of a torch workload (common.finish with torch's gather, software and each host's GPU
+    facts), then the process group stopped: every torch workload ends so."""
+    result = common.finish(workload, world, settings, record, metrics, output, gather_with=gather,
+                           software_with=software, world_extra=gathered_gpu_facts(world))
+    stop()
+    return result

@@ -149,11 +149,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         "results": rows,
     }
     record = common.rank_record(world, [], [], 0)
-    facts = _torch.gathered_gpu_facts(world)
-    result = common.finish("torch_allreduce", world, settings, record, metrics, args.output,
-                           gather_with=_torch.gather, software_with=_torch.software, world_extra=facts)
-    _torch.stop()
-    return result
+    return _torch.finish("torch_allreduce", world, settings, record, metrics, args.output)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -156,12 +156,8 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     settings.update(global_batch=batch * world.size, params=params, dist_backend=backend,
                     **common.runtime_settings(world))
     record = common.rank_record(world, warmup_times, step_times, batch)
-    extra = _torch.gathered_gpu_facts(world)
-    result = common.finish("torch_cnn", world, settings, record,
-                           lambda ranks: throughput_metrics(ranks, params, losses), args.output,
-                           gather_with=_torch.gather, software_with=_torch.software, world_extra=extra)
-    _torch.stop()
-    return result
+    return _torch.finish("torch_cnn", world, settings, record,
+                         lambda ranks: throughput_metrics(ranks, params, losses), args.output)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -282,10 +282,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         "curve": curve,
     }
     record = common.rank_record(world, [], step_times, batch)
-    result = common.finish("torch_tta", world, settings, record, metrics, args.output, gather_with=_torch.gather,
-                           software_with=_torch.software, world_extra=_torch.gathered_gpu_facts(world))
-    _torch.stop()
-    return result
+    return _torch.finish("torch_tta", world, settings, record, metrics, args.output)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
