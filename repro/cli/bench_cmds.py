@@ -352,16 +352,12 @@ def _emit(plans, folder: str) -> None:
 
 def verdict_options(args: argparse.Namespace):
     """The sequential rule and budget of --until-verdict, checked."""
+    from repro.cli.compare_cmds import verdict_levels
     from repro.errors import InputError
     from repro.pipeline.verdict import VerdictOptions
-    from repro.results import sequential, stats
+    from repro.results import sequential
 
-    threshold = stats.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
-    confidence = stats.DEFAULT_CONFIDENCE if args.confidence is None else args.confidence
-    if not 0 <= threshold < 1:
-        raise InputError(f"--threshold: expected a fraction in [0, 1), found {threshold}")
-    if not 0.5 <= confidence < 1:
-        raise InputError(f"--confidence: expected a level in [0.5, 1), found {confidence}")
+    threshold, confidence = verdict_levels(args)
     pairs = args.max_pairs or DEFAULT_MAX_PAIRS
     if pairs < sequential.FIRST_LOOK:
         raise InputError(f"--max-pairs: at least {sequential.FIRST_LOOK} (the first look of the test), found {pairs}")

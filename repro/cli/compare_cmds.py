@@ -87,8 +87,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_compare)
 
 
-def options_from(args: argparse.Namespace):
-    from repro.compare import Options
+def verdict_levels(args: argparse.Namespace) -> tuple[float, float]:
+    """--threshold and --confidence (their defaults where not given), checked: what a verdict is judged by."""
     from repro.errors import InputError
     from repro.results import stats
 
@@ -98,6 +98,13 @@ def options_from(args: argparse.Namespace):
         raise InputError(f"--threshold: expected a fraction in [0, 1), found {threshold}")
     if not 0.5 <= confidence < 1:
         raise InputError(f"--confidence: expected a level in [0.5, 1), found {confidence}")
+    return threshold, confidence
+
+
+def options_from(args: argparse.Namespace):
+    from repro.compare import Options
+
+    threshold, confidence = verdict_levels(args)
     return Options(threshold=threshold, confidence=confidence, allow_different_hardware=args.allow_different_hardware,
                    warmup=args.warmup or "fixed", baseline_workers=args.baseline_workers)
 
