@@ -12,23 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+# the same CIFAR depths, image sides and class counts as the TensorFlow workloads (one table, in models)
+from .models import CIFAR_RESNET_BLOCKS, default_image_size, default_num_classes
+
+__all__ = ["CIFAR_RESNET_BLOCKS", "MODELS", "build", "default_image_size", "default_num_classes", "min_image_size"]
+
 IMAGENET_MODELS = ("resnet50", "resnet101", "vgg16", "inception3")
-CIFAR_RESNET_BLOCKS = {"resnet20": 3, "resnet32": 5, "resnet56": 9}
 MODELS = IMAGENET_MODELS + tuple(CIFAR_RESNET_BLOCKS)
 _RESNET_LAYERS = {"resnet50": (3, 4, 6, 3), "resnet101": (3, 4, 23, 3)}
 _MIN_IMAGE_SIZE = {"inception3": 75, "vgg16": 32}
-
-
-def default_image_size(model: str) -> int:
-    """224, 299 for Inception-v3, 32 for the CIFAR ResNets (the same as the TensorFlow workloads)."""
-    if model in CIFAR_RESNET_BLOCKS:
-        return 32
-    return 299 if model == "inception3" else 224
-
-
-def default_num_classes(model: str) -> int:
-    """1000 (ImageNet), or 10 for the CIFAR ResNets."""
-    return 10 if model in CIFAR_RESNET_BLOCKS else 1000
 
 
 def min_image_size(model: str) -> int:
