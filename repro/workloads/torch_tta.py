@@ -32,7 +32,7 @@ from . import torch_models as models
 from ._common import WorkloadError, run_main
 from .data import ArrayData, load_cifar10, load_digits
 from .spec import ArgumentParser, Option, WorkloadSpec
-from .tta import Plateau, check_shards, curve_entry, default_warmup_epochs, learning_rate
+from .tta import Plateau, check_shards, curve_entry, default_warmup_epochs, learning_rate, tta_metrics
 
 MODELS = tuple(models.CIFAR_RESNET_BLOCKS)
 DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -267,20 +267,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
                        f"lr {rates[-1]:.4f} elapsed {elapsed:.1f}s")
 
     settings.update(steps_per_epoch=steps, num_classes=num_classes, params=sum(p.numel() for p in model.parameters()))
-    metrics = {
-        "target": settings["target_accuracy"],
-        "reached": reached_at is not None,
-        "time_to_accuracy_s": reached_at,
-        "epochs": epoch,
-        "final_top1": curve[-1]["val_top1"],
-        "final_top5": curve[-1]["val_top5"],
-        **{key: sum(e[key] for e in curve) for key in ("compute_s", "communication_s", "data_s", "validation_s")},
-        "train_size": data.train_size,
-        "validation_size": data.validation_size,
-        "split": data.split,
-        "shards": shard_record,
-        "curve": curve,
-    }
+    metrics = tta_metrics(settings["target_accuracy"], reached_at, epoch, curve, data, shard_record)
     record = common.rank_record(world, [], step_times, batch)
     return _torch.finish("torch_tta", world, settings, record, metrics, args.output)
 

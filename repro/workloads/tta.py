@@ -312,6 +312,26 @@ class Trainer:
         return totals
 
 
+def tta_metrics(target: float, reached_at: float | None, epoch: int, curve: list[dict[str, Any]], data: Any,
+                shards: Any) -> dict[str, Any]:
+    """The time-to-accuracy result of a training run (tta and torch_tta): target, when it was reached, final
+    accuracy, per-worker time sums over the epochs, the data split and the whole curve."""
+    return {
+        "target": target,
+        "reached": reached_at is not None,
+        "time_to_accuracy_s": reached_at,
+        "epochs": epoch,
+        "final_top1": curve[-1]["val_top1"],
+        "final_top5": curve[-1]["val_top5"],
+        **{key: sum(e[key] for e in curve) for key in ("compute_s", "communication_s", "data_s", "validation_s")},
+        "train_size": data.train_size,
+        "validation_size": data.validation_size,
+        "split": data.split,
+        "shards": shards,
+        "curve": curve,
+    }
+
+
 def curve_entry(epoch: int, elapsed: float, lr: float, sums: Sequence[float], workers: int) -> dict[str, Any]:
     """One epoch of the curve from the all-reduced sums (validation 4, training 2, times 4)."""
     val_loss, top1, top5, evaluated, train_loss, train_seen = sums[:6]
@@ -403,20 +423,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
             )
 
     settings.update(steps_per_epoch=steps, num_classes=num_classes, params=int(model.count_params()))
-    metrics = {
-        "target": settings["target_accuracy"],
-        "reached": reached_at is not None,
-        "time_to_accuracy_s": reached_at,
-        "epochs": epoch,
-        "final_top1": curve[-1]["val_top1"],
-        "final_top5": curve[-1]["val_top5"],
-        **{key: sum(e[key] for e in curve) for key in ("compute_s", "communication_s", "data_s", "validation_s")},
-        "train_size": data.train_size,
-        "validation_size": data.validation_size,
-        "split": data.split,
-        "shards": shard_record,
-        "curve": curve,
-    }
+    metrics = tta_metrics(settings["target_accuracy"], reached_at, epoch, curve, data, shard_record)
     record = common.rank_record(world, [], step_times, batch)
     return common.finish("tta", world, settings, record, metrics, args.output)
 
