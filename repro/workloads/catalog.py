@@ -6,6 +6,8 @@ results (compare, reports) knows a workload's kind without importing the launche
 
 from __future__ import annotations
 
+import functools
+
 from .spec import WorkloadSpec
 
 SPECS: dict[str, WorkloadSpec] = {}
@@ -25,6 +27,7 @@ def kind_of(workload: str) -> str:
     return spec.kind if spec else "throughput"
 
 
+@functools.cache  # once per process: kind_of runs once per record a store command reads
 def _builtin() -> None:
     from . import allreduce, cnn, probe, tf_cnn_benchmarks, torch_allreduce, torch_cnn, torch_tta, tta
 
