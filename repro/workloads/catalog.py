@@ -11,8 +11,10 @@ importing the launcher.
 from __future__ import annotations
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-from .spec import WorkloadSpec
+if TYPE_CHECKING:  # annotations only: importing the list imports nothing else
+    from .spec import WorkloadSpec
 
 # Built-in workloads in the order they are offered (the editor schema's enum, `repro bench --workload`).
 BUILTIN: dict[str, str] = {
