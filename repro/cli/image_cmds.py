@@ -227,7 +227,7 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from repro.image.archive import restore
+    from repro.pipeline.restore import restore
     from repro.results.store import Store
 
     result = restore(Path(args.archive), Store(args.store), docker_host=args.docker_host,

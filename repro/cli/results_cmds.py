@@ -276,44 +276,16 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
-    from repro.errors import InputError, ResultsError
     from repro.formats import render
-    from repro.results import metrics
-    from repro.results.select import records_of, select
+    from repro.pipeline.table import tabulate
     from repro.results.store import Store
-    from repro.results.summary import by_kind, results_document
-    from repro.workloads.catalog import kind_of
 
-    if args.plot:
-        from repro.results.plots import check_target
-
-        check_target(args.plot)  # before any work
-    if args.link_gbps is not None and args.link_gbps <= 0:
-        raise InputError(f"--link-gbps: expected a positive number, found {args.link_gbps:g}")
-    store = Store(args.store)
-    filters = filters_from(args)
-    wanted = (lambda kind: kind == args.kind) if args.kind else (lambda kind: True)
-    if args.selectors:
-        records = records_of([select(s, store, filters) for s in args.selectors])
-    else:  # only the runs of the kinds asked for are parsed
-        records = store.read_all(s for s in store.summaries() if filters.matches(s) and wanted(kind_of(s.workload)))
-    records = [r for r in records if wanted(kind_of(r.settings.workload))]
-    if args.results_command == "scaling" and not args.kind:  # the scaling table, as before `table` existed
-        records = [r for r in records if kind_of(r.settings.workload) == "throughput"] or records
-    if not records:
-        raise ResultsError(f"no {args.kind + ' ' if args.kind else ''}runs to tabulate in {store.root}")
-    kinds = by_kind(records)
-    if args.plot and len(kinds) > 1:
-        raise InputError(f"--plot draws one kind of result; the selected runs hold {', '.join(kinds)}",
-                         hint=f"add --kind {next(iter(kinds))} (or another of them)")
-    warmup = args.warmup or metrics.common_warmup(records)  # as stored: re-printing gives the same numbers
-    options = {"warmup": warmup, "baseline_workers": args.baseline_workers, "link": args.link_gbps}
-    sys.stdout.write(render(results_document(records, **options), args.format))
-    if args.plot:
-        from repro.results.figures import plot_records
-
-        ok = [r for r in records if r.status == "ok"] or records
-        print(f"plot written to {plot_records(ok, args.plot, **options)}", file=sys.stderr)
+    table = tabulate(Store(args.store), args.selectors, filters_from(args), kind=args.kind,
+                     throughput_first=args.results_command == "scaling", warmup=args.warmup,
+                     baseline_workers=args.baseline_workers, link_gbps=args.link_gbps, plot=args.plot)
+    sys.stdout.write(render(table.document, args.format))
+    if table.plot is not None:
+        print(f"plot written to {table.plot}", file=sys.stderr)
     return 0
 
 

@@ -244,6 +244,7 @@ class Hardware:
     interconnects: tuple[str, ...] = ()
     systems: tuple[str, ...] = ()
     hosts: tuple[int, ...] = ()
+    unnamed: bool = False  # every record imported and none names a device or system: unknown hardware
 
     def describe(self) -> str:
         parts = []
@@ -299,7 +300,8 @@ def hardware(records: Sequence[RunRecord]) -> Hardware:
         elif isinstance(r.settings.extra.get("system"), str):
             systems.add(r.settings.extra["system"])
     hosts = {r.settings.hosts for r in records if r.settings.hosts is not None}  # unknown hosts: not a count
-    return Hardware(tuple(sorted(gpus)), tuple(sorted(nets)), tuple(sorted(systems)), tuple(sorted(hosts)))
+    unnamed = bool(records) and not gpus and not systems and all(r.origin == "import" for r in records)
+    return Hardware(tuple(sorted(gpus)), tuple(sorted(nets)), tuple(sorted(systems)), tuple(sorted(hosts)), unnamed)
 
 
 def _norm(name: str) -> str:
@@ -317,7 +319,8 @@ UNKNOWN_DEVICE = "unknown (no device named in the records)"
 
 def hardware_changes(old: Hardware, new: Hardware) -> tuple[Change, ...]:
     """Differences between two sides' hardware, where both sides tell, and the devices where a side does
-    not tell (an imported log without device lines: not known to be the same hardware); host counts only
+    not tell (an imported log without device lines: not known to be the same hardware, even when the other
+    side does not tell either); host counts only
     when each side ran on one count and the counts differ (a scaling sweep over 1..N hosts is aligned)."""
     out = []
     for name, a, b in (("gpu", old.gpus, new.gpus), ("interconnect", old.interconnects, new.interconnects),
@@ -326,6 +329,20 @@ def hardware_changes(old: Hardware, new: Hardware) -> tuple[Change, ...]:
             out.append(Change(name, " + ".join(a), " + ".join(b)))
         elif name == "gpu" and bool(a) != bool(b):  # a side that names no device: not known to be the same
             out.append(Change(name, " + ".join(a) or UNKNOWN_DEVICE, " + ".join(b) or UNKNOWN_DEVICE))
+        elif name == "gpu" and not a and not b and (old.unnamed or new.unnamed):  # an imported side names none
+            out.append(Change(name, UNKNOWN_DEVICE if old.unnamed else " + ".join(old.systems) or "(none named)",
+                              UNKNOWN_DEVICE if new.unnamed else " + ".join(new.systems) or "(none named)"))
     if len(old.hosts) == 1 and len(new.hosts) == 1 and old.hosts != new.hosts:
         out.append(Change("hosts", old.hosts[0], new.hosts[0]))
     return tuple(out)
+
+
+def unknown_hardware_note(changes: Sequence[Change]) -> str | None:
+    """The comparison's note naming the sides whose records name no device (counted as different hardware)."""
+    sides = [side for c in changes if c.path == "gpu"
+             for side, value in (("OLD", c.old), ("NEW", c.new)) if value == UNKNOWN_DEVICE]
+    if not sides:
+        return None
+    who = " and ".join(sides)
+    return (f"unknown hardware: {who} name{'' if len(sides) > 1 else 's'} no device (an imported log without "
+            "device lines), so the sides are not known to have run on the same hardware and count as different")

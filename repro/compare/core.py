@@ -107,6 +107,7 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
     old_info = _side_info("OLD", old_description, old)
     new_info = _side_info("NEW", new_description, new)
     hw = check_hardware(old_info.hardware, new_info.hardware, options.allow_different_hardware)
+    unknown = _align.unknown_hardware_note(hw)
     alignment: Alignment = _align.align(old, new, hosts_are_compared=any(c.path == "hosts" for c in hw))
     by_kind: dict[str, list[_align.Pair]] = {}
     for pair in alignment.pairs:
@@ -129,5 +130,5 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
         changes=changes(old, new, settings_changes, hw),
         throughput=throughput, summaries=summaries(throughput), allreduce=allreduce, tta=tta,
         old_only=_one_sided("OLD", alignment.old_only), new_only=_one_sided("NEW", alignment.new_only),
-        notes=(*alignment.notes, *notes), sections=sections, interleave=interleave,
+        notes=(*((unknown,) if unknown else ()), *alignment.notes, *notes), sections=sections, interleave=interleave,
     )

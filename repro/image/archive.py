@@ -6,10 +6,11 @@
     Dockerfile           the rendered recipe the image was built from (base.Dockerfile: a rebuilt base's)
     image.tar            `docker save` of the image
 
-`restore` refuses an archive whose members differ from its manifest (any byte changed, a member
-missing or added) before anything is loaded; then it loads the image into an engine, checks its id
-against the lock, runs the verification probe and compares what it finds with the lock, and puts the
-lock and the manifest into the store, so `repro bench` runs from the image with no build or network.
+`repro restore` (repro.pipeline.restore) refuses an archive whose members differ from its manifest (any
+byte changed, a member missing or added) before anything is loaded (`read_archive`); then it loads the
+image into an engine (`load_image`), checks its id against the lock, runs the verification probe and
+compares what it finds with the lock (`compare_with_lock`), and puts the lock and the manifest into the
+store, so `repro bench` runs from the image with no build or network.
 A stack whose base and packages have vanished upstream stays measurable from its archive.
 """
 
@@ -37,7 +38,9 @@ from repro.results.redact import is_redacted, redact_tree
 if TYPE_CHECKING:
     import docker
 
+    from repro.image.verify import ImageProbe
     from repro.manifest import LoadedStack
+    from repro.manifest.schema import Stack
     from repro.results.store import Store
 
 Progress = Callable[[str], None]
@@ -61,19 +64,6 @@ class ArchiveResult:
     @property
     def size(self) -> int:
         return self.path.stat().st_size
-
-
-@dataclass(frozen=True)
-class RestoreResult:
-    """What `repro restore` did."""
-
-    stack: str
-    stack_hash: str
-    tag: str
-    image_id: str
-    lock_path: Path
-    stack_path: Path
-    loaded: bool  # False: the engine held the same image id already
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -231,7 +221,7 @@ def _image_stream(path: Path) -> Iterator[bytes]:
         yield from iter(lambda: handle.read(_CHUNK), b"")
 
 
-def _consistent(path: Path, manifest: dict[str, Any], lock: ImageLock, stack) -> None:
+def _consistent(path: Path, manifest: dict[str, Any], lock: ImageLock, stack: Stack) -> None:
     from repro.manifest.canonical import stack_hash
 
     if lock.image.id != manifest["image"]["id"] or lock.image.tag != manifest["image"]["tag"]:
@@ -243,28 +233,27 @@ def _consistent(path: Path, manifest: dict[str, Any], lock: ImageLock, stack) ->
         raise _tampered(path, "the stack manifest does not hash to the lock's stack hash")
 
 
-def _compare_with_lock(stack, found: dict[str, Any], lock: ImageLock, tag: str) -> None:
+def compare_with_lock(stack: Stack, found: ImageProbe, lock: ImageLock, tag: str) -> None:
+    """VerificationError where a restored image differs from its stack or from the lock the archive holds."""
     verify.check(stack, found, tag=tag)
     differences = []
     # the lock was stored redacted (a token in a pip URL): compare what was found, redacted the same way
-    for key, now, locked in (("versions", verify.found_versions(found), lock.versions),
-                             ("horovod_build", verify.horovod_flags(found), lock.horovod_build),
-                             ("pip_freeze", verify.pip_freeze(found), lock.pip_freeze)):
+    for key, now, locked in (("versions", found.versions, lock.versions),
+                             ("horovod_build", found.horovod_build, lock.horovod_build),
+                             ("pip_freeze", list(found.pip_freeze), lock.pip_freeze)):
         if redact_tree(now) != locked:
             differences.append(key)
-    if sorted(found.get("ssh_host_keys") or []) != sorted(lock.sshd.host_keys):
+    if sorted(found.ssh_host_keys) != sorted(lock.sshd.host_keys):
         differences.append("sshd host keys")
     if differences:
         raise VerificationError(f"the restored image {tag} differs from its lock in: {', '.join(differences)}")
 
 
-def restore(path: Path, store: Store, *, docker_host: str | None = None,
-            progress: Progress = lambda _line: None) -> RestoreResult:
-    """Check the archive, load its image, verify it against the lock, put the lock and manifest in the store."""
+def read_archive(path: Path) -> tuple[ImageLock, Stack]:
+    """The lock and resolved stack of an archive whose members match its manifest and agree with each other;
+    InputError ("damaged or changed") otherwise. Loads nothing."""
     from repro.manifest.schema import Stack
 
-    path = Path(path)
-    progress(f"checking {path}")
     manifest, small = check_archive(path)
     try:
         lock = ImageLock.model_validate(json.loads(small[LOCK]))
@@ -272,31 +261,32 @@ def restore(path: Path, store: Store, *, docker_host: str | None = None,
     except ValueError as exc:  # not JSON, or not a lock / stack (pydantic's ValidationError is a ValueError)
         raise _tampered(path, f"its lock or stack is not readable ({str(exc).splitlines()[0][:200]})") from None
     _consistent(path, manifest, lock, stack)
+    return lock, stack
+
+
+def load_image(client: docker.DockerClient, path: Path, lock: ImageLock, progress: Progress) -> bool:
+    """Load the archive's image into the engine unless it holds the lock's image id already (then False);
+    VerificationError when the engine does not hold the lock's image afterwards."""
     tag, want = lock.image.tag, lock.image.id
-    client = engine(docker_host)
-    try:
-        loaded = image_id(client, tag) != want
-        if loaded:
-            progress(f"loading {tag} ({want[:19]}) into the engine")
-            try:
-                for message in client.api.load_image(_image_stream(path)):
-                    if isinstance(message, dict) and message.get("error"):
-                        raise ImageError(f"the engine refused the image of {path}: {message['error']}")
-            except ImageError:
-                raise
-            except Exception as exc:  # docker.errors.APIError and broken streams alike
-                raise ImageError(f"loading the image of {path} failed: {exc}") from None
-        found_id = image_id(client, tag)
-        if found_id != want:
-            raise VerificationError(f"after loading, {tag} is {found_id or 'absent'} in the engine, "
-                                    f"the lock says {want}")
-        progress(f"verifying {tag} against its lock")
-        _compare_with_lock(stack, verify.probe(client, tag), lock, tag)
-    finally:
-        client.close()
-    stack_path = store.root / "stacks" / f"{stack.name}-{lock.stack.hash}.yaml"
-    stack_path.parent.mkdir(parents=True, exist_ok=True)
-    stack_path.write_text(f"# Restored by repro from {path.name} (stack hash {lock.stack.hash}).\n"
-                          + yaml.safe_dump(stack.model_dump(mode="json"), sort_keys=False))
-    lock_path = store.put_lock(lock.stack.hash, lock)
-    return RestoreResult(stack.name, lock.stack.hash, tag, want, lock_path, stack_path, loaded)
+    loaded = image_id(client, tag) != want
+    if loaded:
+        progress(f"loading {tag} ({want[:19]}) into the engine")
+        try:
+            for message in client.api.load_image(_image_stream(path)):
+                if isinstance(message, dict) and message.get("error"):
+                    raise ImageError(f"the engine refused the image of {path}: {message['error']}")
+        except ImageError:
+            raise
+        except Exception as exc:  # docker.errors.APIError and broken streams alike
+            raise ImageError(f"loading the image of {path} failed: {exc}") from None
+    found_id = image_id(client, tag)
+    if found_id != want:
+        raise VerificationError(f"after loading, {tag} is {found_id or 'absent'} in the engine, "
+                                f"the lock says {want}")
+    return loaded
+
+
+def restored_stack_text(stack: Stack, lock: ImageLock, path: Path) -> str:
+    """The restored stack's manifest file: the resolved stack, saying which archive it came from."""
+    return (f"# Restored by repro from {path.name} (stack hash {lock.stack.hash}).\n"
+            + yaml.safe_dump(stack.model_dump(mode="json"), sort_keys=False))

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from repro import __version__
 from repro.errors import ImageError
-from repro.image import verify
 from repro.results.provenance import (
     LOCK_FORMAT,
     BaseRecipe,
@@ -35,12 +34,13 @@ if TYPE_CHECKING:
     import docker
 
     from repro.image.build import BuildOutcome, BuildPlan
+    from repro.image.verify import ImageProbe
     from repro.manifest import LoadedStack
     from repro.results.store import Store
 
 
 
-def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found: dict[str, Any], *,
+def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found: ImageProbe, *,
               client: docker.DockerClient, build_log: str | None) -> ImageLock:
     """The lock of a verified image."""
     image = client.images.get(outcome.image_id)
@@ -60,12 +60,12 @@ def make_lock(loaded: LoadedStack, plan: BuildPlan, outcome: BuildOutcome, found
             build_args=dict(plan.build_args), base=BaseRecipe.model_validate(base_entry(plan, base_id))),
         recipe=LockRecipe(dockerfile=plan.dockerfile,
                           base_dockerfile=plan.base_recipe.render() if plan.base_recipe else None),
-        versions=verify.found_versions(found),
-        horovod_build=verify.horovod_flags(found),
-        pip_freeze=verify.pip_freeze(found),
-        libraries=found.get("libraries", []),
-        sshd=LockSshd(port=stack.container.ssh_port, host_keys=list(found.get("ssh_host_keys") or [])),
-        environment=found.get("env", {}),
+        versions=dict(found.versions),
+        horovod_build=dict(found.horovod_build),
+        pip_freeze=list(found.pip_freeze),
+        libraries=list(found.libraries),
+        sshd=LockSshd(port=stack.container.ssh_port, host_keys=list(found.ssh_host_keys)),
+        environment=dict(found.environment),
         build=LockBuild(log=build_log, built=outcome.built, seconds=round(outcome.seconds, 1),
                         started=outcome.started, finished=outcome.finished),
         verified_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

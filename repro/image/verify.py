@@ -4,13 +4,15 @@ The probe is a Python 2/3 script run in a throw-away container (no network, remo
 prints one `REPRO_PROBE <json>` line: /etc/os-release, Python, TensorFlow, PyTorch (its version, CUDA, cuDNN,
 NCCL and torch.distributed backends), Horovod and its build flags
 (`horovodrun --check-build`), MPI, NCCL/cuDNN/CUDA/OFED versions, `pip freeze`, the sshd host keys.
-Parsing and comparing are pure (`found_versions`, `horovod_flags`, `mismatches`).
+Parsing and comparing are pure: `parse_probe` reads the line once into an `ImageProbe` (from the JSON, by
+`found_versions`, `horovod_flags`, `software`), and `mismatches` compares that with the stack.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from repro.errors import ImageError, VerificationError
@@ -158,7 +160,7 @@ _LAUNCHER = ('if [ -e /usr/local/cuda/lib64/stubs/libcuda.so ]; then mkdir -p /t
 PROBE_TIMEOUT_S = 300
 
 
-def probe(client: docker.DockerClient, tag: str) -> dict[str, Any]:
+def probe(client: docker.DockerClient, tag: str) -> ImageProbe:
     """Run the probe in a throw-away container of `tag` and return what it found."""
     import docker
 
@@ -176,12 +178,43 @@ def probe(client: docker.DockerClient, tag: str) -> dict[str, Any]:
     return parse_probe(out.decode(errors="replace") if isinstance(out, bytes) else str(out), tag)
 
 
-def parse_probe(output: str, tag: str = "the image") -> dict[str, Any]:
-    """The probe's JSON from its stdout."""
+def parse_probe(output: str, tag: str = "the image") -> ImageProbe:
+    """What the probe found, from its stdout (its one `REPRO_PROBE <json>` line), parsed once."""
     for line in reversed(output.splitlines()):
         if line.startswith("REPRO_PROBE "):
-            return json.loads(line[len("REPRO_PROBE "):])
+            try:
+                data = json.loads(line[len("REPRO_PROBE "):])
+            except ValueError:
+                data = None
+            if not isinstance(data, dict):
+                raise VerificationError(f"the verification probe printed an unreadable result inside {tag}:\n"
+                                        f"{line[:2000]}")
+            return ImageProbe.from_json(data)
     raise VerificationError(f"the verification probe printed no result inside {tag}:\n{output[-2000:]}")
+
+
+@dataclass(frozen=True)
+class ImageProbe:
+    """What the verification probe found inside an image: the versions, Horovod's build, the installed
+    distributions and the sshd facts the stack checks, the lock and an archive's restore compare."""
+
+    versions: dict[str, str | None]  # found_versions: os, python, tensorflow, horovod, mpi, nccl, cudnn, cuda, ...
+    horovod_build: dict[str, bool | None]  # horovod_flags: tensorflow, pytorch, mpi, gloo, nccl (None: unknown)
+    pip_freeze: tuple[str, ...]
+    libraries: tuple[str, ...]  # the ldconfig entries of NCCL, cuDNN, CUDA runtime, MPI, verbs
+    ssh_host_keys: tuple[str, ...]
+    environment: dict[str, str | None]  # PATH, PYTHONPATH, LD_LIBRARY_PATH, REPRO_TF_CNN_BENCHMARKS
+    software: Software  # the same facts as every stack check takes them
+
+    @classmethod
+    def from_json(cls, found: dict[str, Any]) -> ImageProbe:
+        """The probe's JSON document (the only place that reads it)."""
+        env = found.get("env") if isinstance(found.get("env"), dict) else {}
+        return cls(versions=found_versions(found), horovod_build=horovod_flags(found),
+                   pip_freeze=tuple(pip_freeze(found)), libraries=tuple(map(str, found.get("libraries") or ())),
+                   ssh_host_keys=tuple(map(str, found.get("ssh_host_keys") or ())),
+                   environment={str(k): None if v is None else str(v) for k, v in env.items()},
+                   software=software(found))
 
 
 # -- parsing ----------------------------------------------------------------------------------------
@@ -310,7 +343,7 @@ def found_versions(found: dict[str, Any]) -> dict[str, str | None]:
 
 
 def software(found: dict[str, Any]) -> Software:
-    """What the probe found, as the Software value every stack check takes."""
+    """What the probe's JSON says, as the Software value every stack check takes."""
     v = found_versions(found)
     port = re.search(r"^Port\s+(\d+)", found.get("sshd_config") or "", re.MULTILINE)
     hvd = found.get("horovod") or {}
@@ -323,12 +356,12 @@ def software(found: dict[str, Any]) -> Software:
         **torch_fields(found.get("torch")))
 
 
-def mismatches(stack: Stack, found: dict[str, Any]) -> list[str]:
+def mismatches(stack: Stack, found: ImageProbe) -> list[str]:
     """Every way the probed image differs from the stack: 'component: pinned X, found Y'."""
-    return software_mismatches(stack, software(found), where="image")
+    return software_mismatches(stack, found.software, where="image")
 
 
-def check(stack: Stack, found: dict[str, Any], *, tag: str) -> None:
+def check(stack: Stack, found: ImageProbe, *, tag: str) -> None:
     """Raise VerificationError naming each component where the image differs from the stack."""
     bad = mismatches(stack, found)
     if bad:

@@ -1,11 +1,12 @@
 """Workloads as the launcher sees them: a spec (declared next to the program, in repro.workloads), the
 command one worker runs for a point, and the parser of what the workload printed.
 
-    @WORKLOADS.register("cnn")          # built in: cnn, allreduce, tta, tf_cnn_benchmarks, torch_*, probe
+    @WORKLOADS.register("cnn")          # built in: the names in repro.workloads.catalog.BUILTIN
     class Cnn(ReproWorkload): spec = cnn.SPEC
 
-Adding a workload is a program with its SPEC in repro/workloads and one registration here (or, for a
-program repro does not ship, a class with `spec`, `command` and `parse`).
+Adding a built-in workload is a program with its SPEC in repro/workloads and one line in
+repro.workloads.catalog.BUILTIN (the manifest schema and this registry read that list); a program repro
+does not ship is a class with `spec`, `command` and `parse`, registered here.
 """
 
 from __future__ import annotations
@@ -94,13 +95,19 @@ class ProbeWorkload(ReproWorkload):
         return probe.merge(find_result(stdout), stdout)
 
 
-def _register_builtin() -> None:
-    from repro.workloads import allreduce, cnn, probe, tf_cnn_benchmarks, torch_allreduce, torch_cnn, torch_tta, tta
+# Built-in workloads (repro.workloads.catalog.BUILTIN) whose launch needs more than ReproWorkload: the probe's
+# ranks print their own lines; tf_cnn_benchmarks is not repro's program (launched from its own module).
+_ADAPTERS = {"probe": ProbeWorkload}
+_OWN_MODULE = {"tf_cnn_benchmarks": "repro.launch.tf_cnn_benchmarks:WORKLOAD"}
 
-    for module in (cnn, allreduce, tta, torch_cnn, torch_allreduce, torch_tta):
-        WORKLOADS.add(module.SPEC.name, ReproWorkload(module.SPEC), help=module.SPEC.summary)
-    WORKLOADS.add(probe.SPEC.name, ProbeWorkload(probe.SPEC), help=probe.SPEC.summary)
-    WORKLOADS.lazy("tf_cnn_benchmarks", "repro.launch.tf_cnn_benchmarks:WORKLOAD", help=tf_cnn_benchmarks.SUMMARY)
+
+def _register_builtin() -> None:
+    for name in catalog.BUILTIN:
+        spec = catalog.spec_of(name)
+        if name in _OWN_MODULE:
+            WORKLOADS.lazy(name, _OWN_MODULE[name], help=spec.summary)
+        else:
+            WORKLOADS.add(name, _ADAPTERS.get(name, ReproWorkload)(spec), help=spec.summary)
 
 
 _register_builtin()

@@ -6,13 +6,25 @@ TensorFlow package) are filled in by repro.manifest.derive, not here.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    ValidationInfo,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError
 
 from repro import inputs
 from repro.inputs import Kind
+from repro.workloads import catalog
 
 MAX_BATCH = 1 << 20
 MAX_STEPS = 10_000_000
@@ -52,30 +64,33 @@ ImageReference = _text(inputs.IMAGE_REFERENCE)
 StackName = _text(inputs.STACK_NAME)
 Description = _text(inputs.DESCRIPTION)
 
-# Models the workloads know (repro.workloads.models, launch.tfcnn): kept here so the manifest layer imports
-# nothing above it; tests/unit/test_manifest_boundary.py checks they match the workloads' own lists.
-CNN_MODELS = ("resnet50", "resnet101", "resnet152", "inception3", "vgg16", "vgg19", "resnet20", "resnet32",
-              "resnet56")
-TTA_MODELS = (*CNN_MODELS, "digits_cnn")
-TF_CNN_BENCHMARKS_MODELS = (
-    "alexnet", "googlenet", "inception3", "inception4", "lenet", "mobilenet", "nasnet", "nasnetlarge", "overfeat",
-    "resnet50", "resnet50_v1.5", "resnet50_v2", "resnet101", "resnet101_v2", "resnet152", "resnet152_v2",
-    "trivial", "vgg11", "vgg16", "vgg19", "resnet20", "resnet20_v2", "resnet32", "resnet32_v2", "resnet44",
-    "resnet44_v2", "resnet56", "resnet56_v2", "resnet110", "resnet110_v2", "densenet40_k12", "densenet100_k12",
-    "densenet100_k24",
-)
-# The torch workloads' models (repro.workloads.torch_*): built from torch.nn, no torchvision.
-TORCH_CNN_MODELS = ("resnet50", "resnet101", "vgg16", "inception3", "resnet20", "resnet32", "resnet56")
-TORCH_TTA_MODELS = ("resnet20", "resnet32", "resnet56")
-MODELS_BY_WORKLOAD = {"cnn": CNN_MODELS, "tta": TTA_MODELS, "tf_cnn_benchmarks": TF_CNN_BENCHMARKS_MODELS,
-                      "torch_cnn": TORCH_CNN_MODELS, "torch_tta": TORCH_TTA_MODELS}
-ALL_MODELS = tuple(sorted({*TTA_MODELS, *TF_CNN_BENCHMARKS_MODELS}))
-# Which framework each workload runs on (None: framework-free plumbing); the manifest refuses a mismatch.
-WORKLOAD_FRAMEWORK = {"cnn": "tensorflow", "tf_cnn_benchmarks": "tensorflow", "allreduce": "tensorflow",
-                      "tta": "tensorflow", "torch_cnn": "pytorch", "torch_allreduce": "pytorch",
-                      "torch_tta": "pytorch", "probe": None}
+# The built-in workloads, from their one list (plain data: importing it imports no workload program). A
+# workload's models and framework come from its spec, imported when a stack names the workload.
+WorkloadName = Literal[tuple(catalog.BUILTIN)]  # type: ignore[valid-type]
 FRAMEWORKS = ("tensorflow", "pytorch")
-Model = Literal[ALL_MODELS]  # type: ignore[valid-type]
+
+
+class _KnownModel:
+    """A model some built-in workload knows. Checked against the stack's workload first (one spec imported),
+    against every workload's models only when that fails; the editor schema's enum lists them all."""
+
+    @staticmethod
+    def check(value: str, info: ValidationInfo) -> str:
+        workload = info.data.get("workload")  # validated before the model (declared first)
+        if workload is not None and value in catalog.spec_of(workload).models:
+            return value
+        known = catalog.all_models()
+        if value not in known:
+            expected = ", ".join(repr(m) for m in known[:-1]) + f" or {known[-1]!r}"
+            raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+        return value
+
+    def __get_pydantic_json_schema__(self, core: Any, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return {**handler(core), "enum": list(catalog.all_models())}
+
+
+_MODEL = _KnownModel()
+Model = Annotated[str, AfterValidator(_MODEL.check), _MODEL]
 
 
 class _Model(BaseModel):
@@ -170,13 +185,12 @@ class Container(_Model):
 class Benchmark(_Model):
     """Defaults for `repro bench` with this stack; every one can be overridden on the command line."""
 
-    workload: Literal["cnn", "tf_cnn_benchmarks", "allreduce", "tta", "torch_cnn", "torch_allreduce", "torch_tta",
-                      "probe"] = Field(
+    workload: WorkloadName = Field(
         "cnn", description="cnn (throughput), tf_cnn_benchmarks, allreduce (all-reduce sweep) or tta "
         "(time to accuracy) on TensorFlow; torch_cnn, torch_allreduce or torch_tta on PyTorch; probe (no "
         "framework)")
-    model: Model = Field("resnet50", description="the model to train; cnn: " + ", ".join(CNN_MODELS)
-                         + "; tta also digits_cnn; tf_cnn_benchmarks: its own model names")
+    model: Model = Field("resnet50", description="the model to train, one the workload knows: cnn its ResNets, "
+                         "Inception-v3 and VGGs; tta also digits_cnn; tf_cnn_benchmarks its own model names")
     batch_size: int = Field(64, ge=1, le=MAX_BATCH, description="per-worker batch size")
     warmup_steps: int = Field(10, ge=0, le=MAX_STEPS, description="steps run before measuring")
     steps: int = Field(100, ge=1, le=MAX_STEPS, description="measured steps after warm-up")
@@ -186,8 +200,8 @@ class Benchmark(_Model):
 
     @model_validator(mode="after")
     def _model_fits_workload(self) -> Benchmark:
-        known = MODELS_BY_WORKLOAD.get(self.workload)
-        if known is not None and self.model not in known:
+        known = catalog.spec_of(self.workload).models
+        if known and self.model not in known:
             raise PydanticCustomError("model_workload", "workload {workload} has no model {model}; it knows: {known}",
                                       {"workload": self.workload, "model": self.model, "known": ", ".join(known)})
         return self
@@ -252,7 +266,7 @@ class Stack(_Model):
             raise PydanticCustomError(
                 "framework", "a stack pins exactly one framework, tensorflow or pytorch; found {found}" + extra,
                 {"found": " and ".join(pinned) or "neither", "fields": pinned})
-        wants = WORKLOAD_FRAMEWORK.get(self.benchmark.workload)
+        wants = catalog.spec_of(self.benchmark.workload).framework
         if wants is not None and wants != pinned[0]:
             raise PydanticCustomError(
                 "workload_framework", "workload {workload} runs on {wants}, but this stack pins {found}",

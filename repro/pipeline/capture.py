@@ -57,7 +57,7 @@ def probe_image(tag: str, docker_host: str | None = None) -> Software:
 
     client = engine(docker_host)
     try:
-        return verify.software(verify.probe(client, tag))
+        return verify.probe(client, tag).software
     finally:
         client.close()
 

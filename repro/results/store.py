@@ -237,6 +237,13 @@ class Store:
         write_json_atomic(path, lock.model_dump(mode="json"))
         return path
 
+    def put_stack(self, name: str, stack_hash: str, text: str) -> Path:
+        """Keep a stack manifest (one restored from an archive): stacks/<name>-<hash>.yaml."""
+        path = self.root / "stacks" / f"{name}-{stack_hash}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
     def lock(self, stack_hash: str) -> ImageLock | None:
         """The stack's image lock, or None when `repro up` has not locked it in this store."""
         path = self.lock_path(stack_hash)

@@ -1,14 +1,32 @@
-"""The specs of the workloads repro knows, by name (standard library only, like every module here).
+"""The workloads repro knows, by name: the one list of built-in workloads, and their specs (standard library
+only, like every module here).
 
-repro.launch.workloads registers each workload it can launch here too, so that code which only reads
-results (compare, reports) knows a workload's kind without importing the launcher.
+`BUILTIN` is plain data (name -> the module whose SPEC declares it), so that importing this module imports
+no program: the manifest schema takes its workload names from it, the launcher registers each of them, and
+a spec is imported only when it is asked for. repro.launch.workloads registers each workload it can launch
+here too, so that code which only reads results (compare, reports) knows a workload's kind without
+importing the launcher.
 """
 
 from __future__ import annotations
 
-import functools
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-from .spec import WorkloadSpec
+if TYPE_CHECKING:  # annotations only: importing the list imports nothing else
+    from .spec import WorkloadSpec
+
+# Built-in workloads in the order they are offered (the editor schema's enum, `repro bench --workload`).
+BUILTIN: dict[str, str] = {
+    "cnn": "repro.workloads.cnn",
+    "tf_cnn_benchmarks": "repro.workloads.tf_cnn_benchmarks",
+    "allreduce": "repro.workloads.allreduce",
+    "tta": "repro.workloads.tta",
+    "torch_cnn": "repro.workloads.torch_cnn",
+    "torch_allreduce": "repro.workloads.torch_allreduce",
+    "torch_tta": "repro.workloads.torch_tta",
+    "probe": "repro.workloads.probe",
+}
 
 SPECS: dict[str, WorkloadSpec] = {}
 
@@ -22,20 +40,30 @@ def register(spec: WorkloadSpec) -> WorkloadSpec:
 def kind_of(workload: str) -> str:
     """How results of `workload` compare: its spec's kind; throughput for workloads no spec describes
     (imported logs of other programs measure items per second)."""
-    _builtin()
-    spec = SPECS.get(workload)
+    spec = _find(workload)
     return spec.kind if spec else "throughput"
-
-
-@functools.cache  # once per process: kind_of runs once per record a store command reads
-def _builtin() -> None:
-    from . import allreduce, cnn, probe, tf_cnn_benchmarks, torch_allreduce, torch_cnn, torch_tta, tta
-
-    for module in (cnn, allreduce, tta, tf_cnn_benchmarks, torch_cnn, torch_allreduce, torch_tta, probe):
-        SPECS.setdefault(module.SPEC.name, module.SPEC)
 
 
 def spec_of(workload: str) -> WorkloadSpec:
     """The spec of a known workload (KeyError otherwise)."""
-    _builtin()
-    return SPECS[workload]
+    spec = _find(workload)
+    if spec is None:
+        raise KeyError(workload)
+    return spec
+
+
+def builtin_specs() -> tuple[WorkloadSpec, ...]:
+    """The specs of every built-in workload, in BUILTIN's order (imports each program's module)."""
+    return tuple(spec_of(name) for name in BUILTIN)
+
+
+def all_models() -> tuple[str, ...]:
+    """Every model a built-in workload knows, sorted."""
+    return tuple(sorted({m for spec in builtin_specs() for m in spec.models}))
+
+
+def _find(workload: str) -> WorkloadSpec | None:
+    # a built-in spec is imported on first use; a registered one (a plug-in workload) is already here
+    if workload not in SPECS and workload in BUILTIN:
+        SPECS[workload] = import_module(BUILTIN[workload]).SPEC
+    return SPECS.get(workload)

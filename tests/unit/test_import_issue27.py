@@ -9,6 +9,9 @@ import pytest
 import yaml
 
 from repro.compare.align import hardware, hardware_changes
+from repro.compare.core import compare
+from repro.compare.throughput import Options
+from repro.errors import ResultsError
 from repro.results import metrics
 from repro.results.importers import import_file, import_stack, parse_overrides
 from repro.results.report import scaling_document
@@ -110,6 +113,24 @@ def test_a_side_without_device_names_is_unknown_hardware_not_the_same():
     unnamed = imported(REAL / NO_HEADER, "workers=1,batch=32").records
     (change,) = hardware_changes(hardware(unnamed), hardware(named))
     assert change.path == "gpu" and "unknown" in str(change.old) and "RTX 3080" in str(change.new)
+
+
+def test_both_sides_without_device_names_are_unknown_hardware_refused_unless_forced_and_noted():
+    old = imported(REAL / NO_HEADER, "workers=1,batch=32").records  # no device line: the prose says '1 gpu'
+    new = imported(REAL / "blog-naist-horovod-tf2-synthetic-p100-8gpu-4hosts.log").records  # P100 in prose only
+    with pytest.raises(ResultsError) as refused:
+        compare(old, new)
+    assert "unknown" in str(refused.value) and "--allow-different-hardware" in refused.value.hint
+    forced = compare(old, new, Options(allow_different_hardware=True))
+    assert [c.path for c in forced.changes.hardware] == ["gpu"]
+    assert any("unknown hardware" in n and "OLD and NEW" in n for n in forced.notes)
+
+
+def test_one_side_without_device_names_is_named_in_the_notes_when_forced():
+    named = imported(REAL / LAMBDA_1GPU, "precision=fp16").records
+    unnamed = imported(REAL / NO_HEADER, "workers=1,batch=32").records
+    forced = compare(unnamed, named, Options(allow_different_hardware=True))
+    assert any("unknown hardware" in n and "OLD" in n and "NEW" not in n for n in forced.notes)
 
 
 # 6. a crash is a failed run with its reason --------------------------------------------------------------

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -187,14 +189,28 @@ def test_version_arithmetic():
     assert at_least("0.28", "0.28.0") and not at_least("0.27.0", "0.28.0") and at_least("2.15.1", "2.12")
 
 
-def test_the_manifest_model_lists_match_the_workloads():
-    from repro.manifest.schema import CNN_MODELS, TF_CNN_BENCHMARKS_MODELS, TTA_MODELS
-    from repro.workloads.models import MODELS
-    from repro.workloads.tf_cnn_benchmarks import MODELS as TFCNN
+def test_one_list_of_workloads_feeds_the_manifest_the_launcher_and_the_editor_schema():
+    from repro.launch.workloads import WORKLOADS
+    from repro.manifest.editor_schema import editor_schema
+    from repro.manifest.schema import Benchmark
+    from repro.workloads import catalog
 
-    assert set(CNN_MODELS) == set(MODELS)
-    assert set(TTA_MODELS) == {*MODELS, "digits_cnn"}
-    assert set(TF_CNN_BENCHMARKS_MODELS) == set(TFCNN)
+    names = list(catalog.BUILTIN)
+    assert list(WORKLOADS.names()) == names
+    benchmark = editor_schema()["definitions"]["Benchmark"]["properties"]
+    assert benchmark["workload"]["enum"] == names
+    assert set(benchmark["model"]["enum"]) == {m for s in catalog.builtin_specs() for m in s.models}
+    assert all(catalog.spec_of(n).name == n for n in names)
+    assert Benchmark(workload="torch_tta", model="resnet20").model == "resnet20"
+
+
+def test_importing_the_manifest_schema_imports_no_workload_program():
+    code = ("import sys, repro.manifest.schema; "
+            "print(sorted(m for m in sys.modules if m.startswith('repro.workloads.')))")
+    root = str(Path(__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
+                         env={**os.environ, "PYTHONPATH": root}).stdout
+    assert out.strip() == "['repro.workloads.catalog']"
 
 
 @pytest.mark.parametrize("argv", [

@@ -9,12 +9,14 @@ regenerate them and review the diff:
 
 from __future__ import annotations
 
+import json
 import re
 from functools import partial
 from pathlib import Path
 
 import pytest
 
+from repro.errors import VerificationError
 from repro.image import render, verify
 from repro.image.build import BuildOptions, plan_build
 from repro.image.render import RenderOptions, render_apptainer, render_dockerfile
@@ -337,6 +339,21 @@ def _probe(**over):
     return found
 
 
+def _printed(found: dict) -> verify.ImageProbe:
+    """The probe as repro reads it: its REPRO_PROBE line, parsed once."""
+    return verify.parse_probe("noise\nREPRO_PROBE " + json.dumps(found) + "\n")
+
+
+def test_the_probe_line_is_parsed_once_into_a_typed_probe():
+    found = _printed(_probe(libraries=["libmpi.so.40"], env={"PATH": "/usr/bin", "PYTHONPATH": None}))
+    assert found.versions["tensorflow"] == "2.15.1" and found.versions["mpi"] == "openmpi 4.1.4"
+    assert found.horovod_build["gloo"] is True and found.software.sshd_port == 50000
+    assert found.pip_freeze == ("horovod==0.28.1", "tensorflow-cpu==2.15.1") and found.libraries == ("libmpi.so.40",)
+    assert found.environment == {"PATH": "/usr/bin", "PYTHONPATH": None}
+    with pytest.raises(VerificationError, match="unreadable result"):
+        verify.parse_probe("REPRO_PROBE {not json")
+
+
 def test_check_build_parsed_by_section():
     table = verify.parse_check_build(CHECK_BUILD)
     assert table["controllers"] == {"mpi": True, "gloo": True}
@@ -346,18 +363,19 @@ def test_check_build_parsed_by_section():
 
 
 def test_matching_probe_has_no_mismatch():
-    assert verify.mismatches(stack("cpu-tf215"), _probe()) == []
+    assert verify.mismatches(stack("cpu-tf215"), _printed(_probe())) == []
 
 
 def test_gloo_built_in_against_a_pin_of_false_names_the_component(tmp_path):
     loaded = derived(tmp_path, f"extends: {STACKS / 'cpu-tf215.yaml'}\nhorovod: {{with_gloo: false}}\n")
-    assert verify.mismatches(loaded.stack, _probe()) == ["horovod with_gloo: pinned false, found Gloo built in"]
+    assert verify.mismatches(loaded.stack, _printed(_probe())) == [
+        "horovod with_gloo: pinned false, found Gloo built in"]
 
 
 def test_version_and_package_mismatches_say_pinned_and_found():
     found = _probe(tensorflow={"version": "2.12.1"}, mpirun_version={"rc": 0, "out": "mpirun (Open MPI) 4.1.2"},
                    pip_freeze={"rc": 0, "out": "tensorflow==2.12.1\n"})
-    bad = verify.mismatches(stack("cpu-tf215"), found)
+    bad = verify.mismatches(stack("cpu-tf215"), _printed(found))
     assert "tensorflow: pinned 2.15.1, found 2.12.1" in bad
     assert "tensorflow package: pinned tensorflow-cpu, found tensorflow==2.12.1" in bad
     assert "mpi: pinned openmpi 4.1.4, found openmpi 4.1.2" in bad

@@ -114,7 +114,7 @@ def torch_probe(**torch) -> dict:
 def test_the_image_probe_of_a_torch_image_verifies_and_locks_its_versions():
     found = torch_probe(version="2.13.0+cpu", cuda=None, cudnn=None, backends={"gloo": True, "mpi": False,
                                                                               "nccl": False})
-    assert verify.mismatches(stack("cpu-torch213"), found) == []
+    assert verify.mismatches(stack("cpu-torch213"), verify.ImageProbe.from_json(found)) == []
     versions = verify.found_versions(found)
     assert versions["torch"] == "2.13.0+cpu" and versions["torch_cuda"] is None
     assert verify.software(found).torch_backends == {"gloo": True, "mpi": False, "nccl": False}
@@ -123,7 +123,8 @@ def test_the_image_probe_of_a_torch_image_verifies_and_locks_its_versions():
 
 def test_a_torch_image_with_the_cuda_wheel_fails_verification():
     found = torch_probe(version="2.13.0", cuda="13.0", cudnn=92000, nccl=[2, 29, 7], backends={})
-    assert any("torch variant: pinned cpu" in line for line in verify.mismatches(stack("cpu-torch213"), found))
+    bad = verify.mismatches(stack("cpu-torch213"), verify.ImageProbe.from_json(found))
+    assert any("torch variant: pinned cpu" in line for line in bad)
 
 
 def test_a_tensorflow_image_lock_keeps_its_keys():
