@@ -12,7 +12,6 @@ lists the known ones. Adding a runtime, launcher, ... is one class plus one regi
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -81,6 +80,8 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except KeyError:
+            import difflib  # only for the error: every command imports a registry
+
             close = difflib.get_close_matches(str(name), list(self.names()), n=1)
             hint = f"did you mean {close[0]}?" if close else ""
             raise InputError(f"unknown {self.kind} '{name}': expected one of {', '.join(self.names())}",

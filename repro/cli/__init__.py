@@ -1,7 +1,9 @@
 """The `repro` command line: parse arguments, call one plain function per command, map errors to exit codes.
 
 Each command group lives in its own module here and registers its subcommands; command modules
-import only argparse at module level, so `repro --help` never loads TensorFlow, docker or ansible.
+import only argparse at module level, so `repro --help` never loads TensorFlow, docker or ansible. A command
+whose arguments come from plug-in registries (choices, per-workload flags) adds them with
+`CommandParser.defer`, so they are built only when that command runs or prints its help.
 """
 
 from __future__ import annotations
@@ -30,8 +32,38 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every registered command."""
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser that may add some of its arguments on first use: `p.defer(fill)` runs `fill(p)` before
+    the parser parses or prints usage or help, in the order deferred (`complete()` runs them now)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._fills: list[Callable[[argparse.ArgumentParser], None]] = []
+
+    def defer(self, fill: Callable[[argparse.ArgumentParser], None]) -> None:
+        self._fills.append(fill)
+
+    def complete(self) -> CommandParser:
+        while self._fills:
+            self._fills.pop(0)(self)
+        return self
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self.complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self.complete()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.complete()
+        return super().format_help()
+
+
+def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
+    """The full argument parser with every registered command (lazy: each command's deferred arguments are added
+    when that command is parsed or its help printed, so one command never pays for another's plug-ins)."""
     import importlib
 
     parser = argparse.ArgumentParser(
@@ -40,18 +72,24 @@ def build_parser() -> argparse.ArgumentParser:
         "validate a stack, build its image, prepare hosts, benchmark, compare.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"repro {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     sub.required = True
     parser.add_argument("-q", "--quiet", action="store_true", help="print results and errors only")
     parser.add_argument("-v", "--verbose", action="store_true", help="print more of what happens")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     for command in sub.choices.values():
-        _common_options(command)
-        for nested in (a for a in command._actions if isinstance(a, argparse._SubParsersAction)):
-            for subcommand in dict.fromkeys(nested.choices.values()):  # an alias names the same parser
-                _common_options(subcommand)  # `repro results show ID -q` as well
+        command.defer(_common_options_nested)
+        if not lazy:
+            command.complete()
     return parser
+
+
+def _common_options_nested(command: argparse.ArgumentParser) -> None:
+    _common_options(command)
+    for nested in (a for a in command._actions if isinstance(a, argparse._SubParsersAction)):
+        for subcommand in dict.fromkeys(nested.choices.values()):  # an alias names the same parser
+            _common_options(subcommand)  # `repro results show ID -q` as well
 
 
 def _common_options(command: argparse.ArgumentParser) -> None:
@@ -95,13 +133,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from repro.errors import ReproError
 
-    parser = build_parser()
-    try:  # shell completion (`eval "$(register-python-argcomplete repro)"`); a no-op outside completion
-        import argcomplete
+    completing = "_ARGCOMPLETE" in os.environ
+    parser = build_parser(lazy=not completing)  # completion walks every command's arguments
+    if completing:
+        try:  # shell completion (`eval "$(register-python-argcomplete repro)"`)
+            import argcomplete
 
-        argcomplete.autocomplete(parser)
-    except ImportError:
-        pass
+            argcomplete.autocomplete(parser)
+        except ImportError:
+            pass
     args, extra = parser.parse_known_args(argv)
     if extra:  # the subcommand's own usage, not the top level's, says what it takes
         _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")

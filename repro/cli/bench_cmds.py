@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 
-from repro.cli.progress import LiveProgress
 from repro.formats import FORMATS
 from repro.inputs import count_argument, finite_number, path_argument, positive_seconds
 
@@ -88,12 +87,13 @@ def _default(setting: str, field: str) -> str:
     default unless the stack sets one), each other workload's own default."""
     from repro.launch.workloads import WORKLOADS
     from repro.manifest.schema import Benchmark
+    from repro.workloads.catalog import spec_of
 
     derived = {"fp16": "fp32", "data_format": "NCHW on GPU, NHWC on CPU"}  # what the field's default means
     base = derived.get(field, Benchmark.model_fields[field].default)
     others = []
     for name in WORKLOADS.names():
-        spec = WORKLOADS.get(name).spec
+        spec = spec_of(name)  # the spec alone: not the launcher's module
         option = spec.by_setting(setting)
         if spec.kind != "throughput" and option is not None and option.bench:
             others.append(f"{name}: {_shown(option.default) if option.default is not None else 'its own'}")
@@ -119,16 +119,21 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from repro.launch.launchers import LAUNCHERS
-    from repro.launch.runtimes import RUNTIMES
-    from repro.launch.schedulers import SCHEDULERS
-    from repro.launch.workloads import WORKLOADS
-
     p = sub.add_parser(
         "bench", help="run a benchmark sweep on an inventory's hosts",
         description="Launch the stack's benchmark on the hosts of an inventory (1 -> N workers, weak or strong "
         "scaling, warm-up excluded), store every run with its provenance, and print the scaling table. "
         "Exit status: 0 all points ok, 1 some point failed, 2 bad input, 130 interrupted.")
+    p.defer(_bench_arguments)  # choices and flags come from the registries: built only for `repro bench`
+    p.set_defaults(handler=cmd_bench)
+
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    from repro.launch.launchers import LAUNCHERS
+    from repro.launch.runtimes import RUNTIMES
+    from repro.launch.schedulers import SCHEDULERS
+    from repro.launch.workloads import WORKLOADS
+
     p.add_argument("--stack", required=True, action="append", metavar="STACK", type=path_argument,
                    help="stack manifest; give two or more to interleave them (A B A B ... on the same hosts, "
                    "paired for `repro compare`)")
@@ -165,7 +170,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--backends", action="append", metavar="C,...", help="Horovod controllers: mpi, gloo or mpi,gloo")
     _workload_options(p)
     _running_options(p)
-    p.set_defaults(handler=cmd_bench)
 
 
 def _running_options(p: argparse.ArgumentParser) -> None:
@@ -300,6 +304,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import contextlib
     import sys
 
+    from repro.cli.progress import LiveProgress
     from repro.hosts.inventory import load_inventory
     from repro.manifest import load_stack
     from repro.pipeline.bench import bench

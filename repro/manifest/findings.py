@@ -57,7 +57,9 @@ class Finding:
 def table() -> dict[str, Any]:
     """The shipped compatibility table."""
     text = resources.files("repro.manifest").joinpath("compat.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    # libyaml where PyYAML has it: the same safe loading of a file repro ships, without the pure-Python parser's
+    # cost on every `validate`
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _source(key: str | None) -> str:

@@ -19,10 +19,12 @@ Adding one is a class plus a registration; `repro bench --launcher NAME` then of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from repro.launch.placement import Placement
 from repro.registry import Registry
+
+if TYPE_CHECKING:  # the inventory (and yaml) load only when a launcher is used, not for `repro bench --help`
+    from repro.launch.placement import Placement
 
 
 @dataclass(frozen=True)
