@@ -122,8 +122,12 @@ Via = Callable[["Host"], Any]
 
 
 class Runtime(Protocol):
+    """What the schedulers call of a runtime class; every member is required (checked at registration)."""
+
     name: ClassVar[str]
     needs_image: ClassVar[bool]
+    batch_only: ClassVar[bool]  # True: no direct form (runs inside a batch job only)
+    batch_launchers: ClassVar[tuple[str, ...] | None]  # the launchers it works with in a batch job (None: any)
 
     @classmethod
     def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan: ...
@@ -139,8 +143,23 @@ class Runtime(Protocol):
 
     def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome: ...
 
+    def node_command(self, argv: list[str], host: Host) -> list[str] | None:
+        """`argv` as it runs in this runtime's environment on a batch node (None: cannot be run there alone)."""
+        ...
 
-RUNTIMES: Registry[type] = Registry("runtime")
+
+_MEMBERS = ("name", "needs_image", "batch_only", "batch_launchers", "plan", "job", "prepare", "cleanup_stale", "run",
+            "node_command")
+
+
+def _check(cls: type) -> None:
+    """A runtime is registered with every member of the Runtime protocol (a misspelt one is refused here)."""
+    missing = [m for m in _MEMBERS if not hasattr(cls, m)]
+    if missing:
+        raise TypeError(f"runtime {getattr(cls, '__name__', cls)!r} lacks {', '.join(missing)} (see Runtime)")
+
+
+RUNTIMES: Registry[type] = Registry("runtime", on_add=_check)
 
 
 def plan_point(point: Settings, placement: tuple[Placement, ...], runtime: str, ctx: PlanContext) -> LaunchPlan:

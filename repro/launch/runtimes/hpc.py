@@ -29,6 +29,7 @@ class _ImageFile:
     name: ClassVar[str]
     needs_image: ClassVar[bool] = True
     batch_only: ClassVar[bool] = True
+    batch_launchers: ClassVar[tuple[str, ...] | None] = None  # the launchers it works with in a job (None: any)
     images_var: ClassVar[str]  # inventory variable: the directory of the image files
     suffix: ClassVar[str]
     binary: ClassVar[str]  # the program that runs the image on a node: looked for before anything is submitted

@@ -29,7 +29,7 @@ from repro.launch.launchers import LAUNCHERS, Allocation
 from repro.launch.placement import Placement
 from repro.launch.plan import CONTAINER_DATA, LaunchPlan, PlanContext, run_env
 from repro.launch.runtimes import Outcome, Runtime
-from repro.launch.schedulers import SCHEDULERS, kube_check, kube_render
+from repro.launch.schedulers import SCHEDULERS, Scheduler, kube_check, kube_render
 from repro.launch.schedulers.kube_render import KubeJob
 from repro.launch.schedulers.kube_site import KubeSite, kubectl, site_from
 from repro.launch.workloads import WORKLOADS
@@ -72,11 +72,12 @@ class KubePlan(LaunchPlan):
 
 
 @SCHEDULERS.register("kubernetes", instance=True)
-class Kubernetes:
+class Kubernetes(Scheduler):
     """Points as Trainer v2 TrainJobs or MPIJobs, through kubectl (see the module docstring)."""
 
     name = "kubernetes"
     launcher = "mpirun"  # inside the launcher pod (torch points run torchrun, whatever is asked)
+    batch = True
 
     def __init__(self, site: KubeSite | None = None, timeout: float = 1800.0) -> None:
         self.site = site
