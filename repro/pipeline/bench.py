@@ -27,9 +27,8 @@ from repro.launch.launchers import LAUNCHERS, for_backend
 from repro.launch.placement import Placement, place
 from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
-from repro.launch.runtimes import RUNTIMES, Outcome, Runtime, RuntimeReport, create
-from repro.launch.schedulers import SCHEDULERS, Scheduler
-from repro.launch.schedulers.slurm_site import FLAGS as SITE_FLAGS
+from repro.launch.runtimes import RUNTIMES, JobInterrupted, Outcome, Runtime, RuntimeReport, create
+from repro.launch.schedulers import SCHEDULERS, Scheduler, given_options, options_of
 from repro.manifest import LoadedStack
 from repro.pipeline.gate import admit
 from repro.pipeline.stage import safe_call
@@ -223,11 +222,17 @@ def check_framework(loaded: LoadedStack, workload: str) -> None:
 def configured(options: BenchOptions, inventory: Inventory) -> Scheduler:
     """The scheduler named in the options, with the site's settings where it takes them (InputError otherwise)."""
     scheduler = SCHEDULERS.get(options.scheduler)
-    given = sorted(SITE_FLAGS.get(k, k) for k, v in options.site.items() if v not in (None, "", ()))
-    if not scheduler.batch and given:
-        raise InputError(f"{', '.join(given)}: site settings of a batch scheduler; --scheduler {options.scheduler} "
-                         "takes none", hint="use --scheduler slurm or kubernetes")
-    return scheduler.configure(inventory, options.site, options.timeout)
+    given = given_options(options.site)
+    takes = {o.variable for o in scheduler.options}
+    foreign = sorted(set(given) - takes)
+    if foreign:
+        owners = {o.variable: (o.flag, name) for name in SCHEDULERS.names() for o in options_of(name)}
+        flags = ", ".join(owners.get(v, (v, ""))[0] for v in foreign)
+        theirs = sorted({owners[v][1] for v in foreign if v in owners})
+        raise InputError(f"{flags}: site settings of --scheduler {' or '.join(theirs) or '?'}; --scheduler "
+                         f"{options.scheduler} takes " + (", ".join(o.flag for o in scheduler.options) or "none"),
+                         hint=f"use --scheduler {theirs[0]}" if theirs else "")
+    return scheduler.configure(inventory, given, options.timeout)
 
 
 def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spec: SweepSpec, options: BenchOptions,
@@ -302,7 +307,8 @@ def start_runs(stacks: Sequence[LoadedStack], sweeps: Sequence[Sweep], inventory
         hosts = [pl.host for pl in sw.placements[max(sw.placements)]]
         backend = runtime_backend(sw.points[0], spec, one)
         if sw.scheduler.batch:  # a batch scheduler reaches the nodes its own way (srun), and gathers their facts
-            report = sw.scheduler.prepare(runtime, hosts, backend=backend, store=store, inventory=inventory,
+            report = sw.scheduler.prepare(runtime, hosts, backend=backend,
+                                          keep_facts=partial(store.put_facts, inventory),
                                           launcher=sw.launcher(options, sw.points[0]), progress=progress.message)
             sw = replace(sw, facts=store.facts(inventory))
         else:
@@ -381,8 +387,8 @@ class _Run:
     def diagnose(self, plan: LaunchPlan, outcome: Outcome) -> str:
         """Why the point failed: probe every host of it first, so that a lost host is named whoever noticed
         (not under a batch scheduler: its nodes need not answer SSH, and Slurm said which node died)."""
-        batch = outcome.job is not None or outcome.batch is not None
-        unreachable = {} if batch else preflight([p.host for p in plan.placement], timeout=PROBE_AFTER_FAILURE_S)
+        unreachable = {} if outcome.job is not None else preflight([p.host for p in plan.placement],
+                                                                   timeout=PROBE_AFTER_FAILURE_S)
         return diagnose.explain(placement=plan.placement, stdout=outcome.stdout, stderr=outcome.stderr,
                                 returncode=outcome.returncode, failure=outcome.failure, unreachable=unreachable,
                                 launcher=plan.launcher_name)
@@ -420,8 +426,8 @@ class _Run:
                 outcome = self.sweep.scheduler.execute(
                     plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
         except KeyboardInterrupt as exc:  # a batch scheduler cancelled the job first (its record rides along)
-            self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, slurm=getattr(exc, "job", None),
-                                     batch=getattr(exc, "batch", None)))
+            job = exc.job if isinstance(exc, JobInterrupted) else None
+            self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, job=job))
             kept = sum(1 for r in self.records if r.status == "ok")
             self.progress.finished(n, total, label, f"interrupted; {kept} point(s) kept in {self.store.root}; "
                                    "`repro bench ... --resume` completes the sweep")

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from repro.launch.plan import LaunchPlan, PlanContext
     from repro.manifest.schema import Stack
     from repro.manifest.software import Software
-    from repro.results.provenance import ImageLock, SlurmJob
-    from repro.results.record import Settings
+    from repro.results.provenance import ImageLock
+    from repro.results.record import BatchJob, Settings
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,16 @@ class Outcome:
     duration_s: float
     failure: str | None = None
     cleanup_pending: tuple[str, ...] = ()
-    job: SlurmJob | None = None  # the batch job that ran the point, when a batch scheduler did
+    job: BatchJob | None = None  # the batch job that ran the point, when a batch scheduler did (RunRecord.batch)
     placement: tuple[Placement, ...] | None = None  # where the ranks ran, when the batch system chose the nodes
-    batch: dict[str, Any] | None = None  # another batch scheduler's own facts of the job (RunRecord.batch)
+
+
+class JobInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) while a batch job ran: the scheduler cancelled the job; `job` is its record part."""
+
+    def __init__(self, job: BatchJob | None, message: str = "interrupted; the batch job was cancelled") -> None:
+        super().__init__(message)
+        self.job = job
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,9 @@ class JobStep:
     Every rank runs `command`: the workload's argv in the runtime's environment (`ch-run IMAGE -- python ..`,
     or a shell function of `functions` that enters a container). `functions` are bash function definitions the
     script exports to the job's tasks; `setup` and `teardown` are script lines run before the launcher and
-    when the script ends (also after scancel or the time limit); `srun_options` go to the launcher's srun
-    (pyxis' --container-image); `launchers` names the launchers the runtime works with in a job (None: any).
+    when the script ends (also after scancel or the time limit); `launcher_options` go to the launcher's own
+    command inside the job (pyxis' --container-image to srun); `launchers` names the launchers the runtime works
+    with in a job (None: any).
     """
 
     command: list[str]
@@ -74,7 +82,7 @@ class JobStep:
     functions: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
     teardown: tuple[str, ...] = ()
-    srun_options: tuple[str, ...] = ()
+    launcher_options: tuple[str, ...] = ()
     launchers: tuple[str, ...] | None = None
     notes: tuple[str, ...] = ()  # comment lines for the script's reader (how to make the image, ...)
 

@@ -114,7 +114,7 @@ class PyxisRuntime(_ImageFile):
         options = [f"--container-image={image}"]
         if first.dataset_dir:
             options.append(f"--container-mounts={first.dataset_dir}:{CONTAINER_DATA}:ro")
-        return JobStep(command, env, srun_options=tuple(options),
+        return JobStep(command, env, launcher_options=tuple(options),
                        notes=(f"image: made once with `{cls.make_hint(str(ctx.image), image)}`",
                               "pyxis binds the PMIx server's directories and the GPUs into the container itself"))
 

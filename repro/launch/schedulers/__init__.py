@@ -18,8 +18,10 @@ class is made. Adding one is a class plus a registration; `repro bench --schedul
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from repro.errors import InputError
@@ -31,13 +33,32 @@ if TYPE_CHECKING:
     from repro.launch.placement import Placement
     from repro.launch.plan import LaunchPlan, PlanContext
     from repro.launch.runtimes import Outcome, Runtime, RuntimeReport
+    from repro.results.provenance import HostFacts
     from repro.results.record import Settings
+
+
+@dataclass(frozen=True)
+class SiteOption:
+    """One site setting of a scheduler, as a workload declares its options: the inventory variable that holds it
+    for a cluster, and the `repro bench` flag that overrides it for one sweep (one CLI group per scheduler).
+
+    The scheduler's `configure` gets the given flags keyed by `variable`; `repeat`: the flag may be given several
+    times (a tuple of values).
+    """
+
+    variable: str  # inventory variable, e.g. repro_slurm_partition
+    flag: str  # e.g. --partition
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    repeat: bool = False
 
 
 class Scheduler(ABC):
     """Who starts a point's processes: every member the pipeline calls, with its default."""
 
     name: ClassVar[str]
+    options: ClassVar[tuple[SiteOption, ...]] = ()  # its site settings (configure gets the given ones)
     launcher: ClassVar[str | None] = None  # its default launcher (slurm: srun); None: the point's controller's
     # True: a batch system chooses the nodes. The scheduler then prepares them itself (`prepare`), and the pipeline
     # neither checks nor samples them over SSH, nor probes them after a failure (they need not answer SSH).
@@ -50,7 +71,8 @@ class Scheduler(ABC):
             raise TypeError(f"{cls.__qualname__} is a batch scheduler but has no prepare()")
 
     def configure(self, inventory: Inventory, flags: Mapping[str, Any], timeout: float) -> Scheduler:
-        """This scheduler for one sweep, with the site's settings checked (default: it takes none)."""
+        """This scheduler for one sweep, with the site's settings checked: `flags` holds the given `options`, by
+        variable (default: it takes none)."""
         return self
 
     @abstractmethod
@@ -63,10 +85,11 @@ class Scheduler(ABC):
 
         return plan_point(point, placement, runtime, ctx)
 
-    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, store: Any, inventory: Inventory,
+    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, keep_facts: Callable[[str, HostFacts], Any],
                 launcher: str, progress: Callable[[str], None]) -> RuntimeReport:
-        """Before the first point of a batch scheduler: reach the nodes its own way and check them (a scheduler
-        that is not `batch` is never asked: the pipeline checks the hosts over SSH)."""
+        """Before the first point of a batch scheduler: reach the nodes its own way, check them, and hand each
+        node's facts to `keep_facts(host, facts)` (the pipeline stores them). A scheduler that is not `batch` is
+        never asked: the pipeline checks the hosts over SSH."""
         raise NotImplementedError(f"the {self.name} scheduler reaches its hosts over SSH (the pipeline prepares them)")
 
     @abstractmethod
@@ -105,6 +128,23 @@ class Direct(Scheduler):
                 progress: Callable[[str], None] | None = None) -> Outcome:
         return runtime.run(plan, timeout, progress)
 
+
+def options_of(name: str) -> tuple[SiteOption, ...]:
+    """A scheduler's site options; for a built-in not imported yet, from the light module that declares them (the
+    class's `options` is that same tuple), so that `repro bench --help` does not import the scheduler."""
+    if name in _OPTIONS_AT and name not in SCHEDULERS._items:
+        module, _, attr = _OPTIONS_AT[name].partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return SCHEDULERS.get(name).options
+
+
+def given_options(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The site settings actually given (a flag left out is None, a repeatable one left out is empty)."""
+    return {k: v for k, v in flags.items() if v not in (None, "", ())}
+
+
+_OPTIONS_AT = {"slurm": "repro.launch.schedulers.slurm_site:OPTIONS",
+               "kubernetes": "repro.launch.schedulers.kube_site:OPTIONS"}
 
 SCHEDULERS.lazy("slurm", "repro.launch.schedulers.slurm:Slurm", instance=True,
                 help="each point is a Slurm job (sbatch), submitted on repro_slurm_submit_host and followed "

@@ -31,7 +31,7 @@ from repro.launch.plan import CONTAINER_DATA, LaunchPlan, PlanContext, run_env
 from repro.launch.runtimes import Outcome, Runtime
 from repro.launch.schedulers import SCHEDULERS, Scheduler, kube_check, kube_render
 from repro.launch.schedulers.kube_render import KubeJob
-from repro.launch.schedulers.kube_site import KubeSite, kubectl, site_from
+from repro.launch.schedulers.kube_site import OPTIONS, KubeSite, kubectl, site_from
 from repro.launch.workloads import WORKLOADS
 from repro.results.record import Settings
 from repro.results.redact import is_secret_name, redact_argv, redact_text
@@ -78,6 +78,7 @@ class Kubernetes(Scheduler):
     name = "kubernetes"
     launcher = "mpirun"  # inside the launcher pod (torch points run torchrun, whatever is asked)
     batch = True
+    options = OPTIONS
 
     def __init__(self, site: KubeSite | None = None, timeout: float = 1800.0) -> None:
         self.site = site
@@ -152,7 +153,7 @@ class Kubernetes(Scheduler):
                                             "--wait=false"),
                         site=job.site)
 
-    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, store: Any, inventory: Inventory,
+    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, keep_facts: Callable[[str, Any], Any],
                 launcher: str, progress: Callable[[str], None]) -> Any:
         """Before the first job: kubectl answers, and the cluster's version (the nodes are the cluster's to
         check: repro neither reaches them over SSH nor gathers their facts)."""

@@ -29,10 +29,10 @@ from repro.launch.schedulers import sbatch as render
 from repro.launch.schedulers.slurm_client import SlurmClient
 from repro.launch.schedulers.slurm_job import run_job
 from repro.launch.schedulers.slurm_nodes import SrunNode, components, gather_facts, via
-from repro.launch.schedulers.slurm_site import SlurmSite, minutes, site_from
+from repro.launch.schedulers.slurm_site import OPTIONS, SlurmSite, minutes, site_from
+from repro.results.provenance import HostFacts
 from repro.results.record import Settings
 from repro.results.redact import is_secret_name
-from repro.results.store import Store
 
 
 @SCHEDULERS.register("slurm", instance=True)
@@ -42,6 +42,7 @@ class Slurm(Scheduler):
     name = "slurm"
     launcher = "srun"  # the default launcher under Slurm: what sites use
     batch = True
+    options = OPTIONS
 
     def __init__(self, site: SlurmSite | None = None, nodes: tuple[Host, ...] = (), timeout: float = 1800.0) -> None:
         self.site = site
@@ -96,7 +97,7 @@ class Slurm(Scheduler):
                                 script_path=path, submit_argv=submit, submit_env=secrets, job_name=job_name,
                                 site=self.site, allocation=shape)
 
-    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, store: Store, inventory: Inventory,
+    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, keep_facts: Callable[[str, HostFacts], Any],
                 launcher: str, progress: Callable[[str], None]) -> RuntimeReport:
         """Before the first job: the submit host answers, Slurm's version and MPI plugins, the runtime's checks and
         the MPI's wire-up through srun on the nodes, and every node's facts into the store (as `repro prepare`)."""
@@ -121,7 +122,7 @@ class Slurm(Scheduler):
         self._check_mpi(runtime, hosts[0], launcher)
         facts, missing = gather_facts(site, hosts)
         for name, found in facts.items():
-            store.put_facts(inventory, name, found)
+            keep_facts(name, found)
         if missing:
             progress("no host facts from " + "; ".join(f"{k}: {v}" for k, v in missing.items()))
         note = LAUNCHERS.get(launcher).batch_note(site.pmi)
