@@ -77,3 +77,13 @@ def test_the_built_ins_keep_their_capabilities():
     assert LAUNCHERS.get("mpirun").mpi_problem("pmix", [], {"rsh"}) is not None
     assert [n for n in SCHEDULERS if SCHEDULERS.get(n).batch] == ["slurm", "kubernetes"]
     assert SCHEDULERS.get("slurm").launcher == "srun" and SCHEDULERS.get("direct").launcher is None
+
+
+def test_the_options_the_cli_offers_are_the_schedulers_own():
+    from repro.launch.schedulers import options_of
+
+    for name in SCHEDULERS:
+        assert options_of(name) is SCHEDULERS.get(name).options
+    assert [o.flag for o in options_of("slurm")] == ["--partition", "--account", "--time-limit", "--sbatch",
+                                                     "--slurm-mpi"]
+    assert options_of("direct") == ()

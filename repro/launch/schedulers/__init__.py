@@ -130,9 +130,9 @@ class Direct(Scheduler):
 
 
 def options_of(name: str) -> tuple[SiteOption, ...]:
-    """A scheduler's site options; for a built-in not imported yet, from the light module that declares them (the
-    class's `options` is that same tuple), so that `repro bench --help` does not import the scheduler."""
-    if name in _OPTIONS_AT and name not in SCHEDULERS._items:
+    """A scheduler's site options; for a built-in, from the light module that declares them (the class's `options`
+    is that same tuple: tests/unit/test_scheduler_bases.py), so that `repro bench --help` does not import it."""
+    if name in _OPTIONS_AT:
         module, _, attr = _OPTIONS_AT[name].partition(":")
         return getattr(importlib.import_module(module), attr)
     return SCHEDULERS.get(name).options
@@ -143,8 +143,8 @@ def given_options(flags: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in flags.items() if v not in (None, "", ())}
 
 
-_OPTIONS_AT = {"slurm": "repro.launch.schedulers.slurm_site:OPTIONS",
-               "kubernetes": "repro.launch.schedulers.kube_site:OPTIONS"}
+_OPTIONS_AT = {"slurm": "repro.launch.schedulers.slurm_options:OPTIONS",
+               "kubernetes": "repro.launch.schedulers.kube_options:OPTIONS"}
 
 SCHEDULERS.lazy("slurm", "repro.launch.schedulers.slurm:Slurm", instance=True,
                 help="each point is a Slurm job (sbatch), submitted on repro_slurm_submit_host and followed "

@@ -16,17 +16,8 @@ from typing import Any
 
 from repro.errors import InputError
 from repro.hosts.inventory import Host, Inventory
-from repro.launch.schedulers import SiteOption
+from repro.launch.schedulers.kube_options import KINDS, OPTIONS
 
-KINDS = ("trainjob", "mpijob")
-# the site settings `repro bench` flags override (Kubernetes.options; the CLI's group for --scheduler kubernetes)
-OPTIONS = (
-    SiteOption("repro_k8s_namespace", "--namespace", "namespace of the jobs (repro_k8s_namespace; default: default)"),
-    SiteOption("repro_k8s_kind", "--k8s-kind", "a Trainer v2 TrainJob or an MPI Operator MPIJob per point "
-               "(repro_k8s_kind; default trainjob)", choices=KINDS),
-    SiteOption("repro_k8s_crds", "--crds", "also validate against the CRD files in DIR: their schema and CEL rules "
-               "(repro_k8s_crds)", metavar="DIR"),
-)
 FLAGS = {o.variable: o.flag for o in OPTIONS}  # inventory variable -> the `repro bench` flag that overrides it
 DEFAULT_NAMESPACE = "default"
 DEFAULT_ENV_SECRET = "repro-env"

@@ -30,8 +30,9 @@ from repro.launch.placement import Placement
 from repro.launch.plan import CONTAINER_DATA, LaunchPlan, PlanContext, run_env
 from repro.launch.runtimes import Outcome, Runtime
 from repro.launch.schedulers import SCHEDULERS, Scheduler, kube_check, kube_render
+from repro.launch.schedulers.kube_options import OPTIONS
 from repro.launch.schedulers.kube_render import KubeJob
-from repro.launch.schedulers.kube_site import OPTIONS, KubeSite, kubectl, site_from
+from repro.launch.schedulers.kube_site import KubeSite, kubectl, site_from
 from repro.launch.workloads import WORKLOADS
 from repro.results.record import Settings
 from repro.results.redact import is_secret_name, redact_argv, redact_text

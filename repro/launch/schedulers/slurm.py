@@ -29,7 +29,8 @@ from repro.launch.schedulers import sbatch as render
 from repro.launch.schedulers.slurm_client import SlurmClient
 from repro.launch.schedulers.slurm_job import run_job
 from repro.launch.schedulers.slurm_nodes import SrunNode, components, gather_facts, via
-from repro.launch.schedulers.slurm_site import OPTIONS, SlurmSite, minutes, site_from
+from repro.launch.schedulers.slurm_options import OPTIONS
+from repro.launch.schedulers.slurm_site import SlurmSite, minutes, site_from
 from repro.results.provenance import HostFacts
 from repro.results.record import Settings
 from repro.results.redact import is_secret_name

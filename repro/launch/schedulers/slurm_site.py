@@ -17,19 +17,8 @@ from repro import inputs
 from repro.errors import InputError
 from repro.hosts.inventory import Host
 from repro.hosts.inventory_files import InventoryFiles
-from repro.launch.schedulers import SiteOption
+from repro.launch.schedulers.slurm_options import OPTIONS
 
-# the site settings `repro bench` flags override (Slurm.options; the CLI's group for --scheduler slurm)
-OPTIONS = (
-    SiteOption("repro_slurm_partition", "--partition", "Slurm partition (repro_slurm_partition)"),
-    SiteOption("repro_slurm_account", "--account", "Slurm account to charge (repro_slurm_account)"),
-    SiteOption("repro_slurm_time", "--time-limit", "job time limit: minutes, HH:MM:SS or D-HH:MM:SS "
-               "(repro_slurm_time; default: --timeout in whole minutes)", metavar="LIMIT"),
-    SiteOption("repro_slurm_extra", "--sbatch", "an extra #SBATCH line, given as --sbatch=--qos=high (repeatable; "
-               "repro_slurm_extra)", metavar="LINE", repeat=True),
-    SiteOption("repro_slurm_mpi", "--slurm-mpi", "srun --mpi plugin for the srun launcher (repro_slurm_mpi; default "
-               "pmix)", metavar="PLUGIN"),
-)
 FLAGS = {o.variable: o.flag for o in OPTIONS}  # inventory variable -> the `repro bench` flag that overrides it
 LOCAL = "local"  # repro_slurm_submit_host: run the Slurm commands on this machine (a login node)
 DEFAULT_WORKDIR = "repro-slurm"
