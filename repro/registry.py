@@ -44,9 +44,9 @@ class Registry(Generic[T]):
         """Register `item` under `name` (ValueError if the name is taken: plug-ins never shadow each other)."""
         if name in self._items and self._items[name] is not item:
             raise ValueError(f"a {self.kind} named {name!r} is registered already")
-        self._items[name] = item
-        if self._on_add is not None:
+        if self._on_add is not None:  # it may refuse the item (a plug-in lacking its protocol): before it is kept
             self._on_add(item)
+        self._items[name] = item
         if help or name not in self._help:
             doc = (getattr(item, "__doc__", None) or "").strip().splitlines()
             self._help[name] = help or (doc[0] if doc else "")

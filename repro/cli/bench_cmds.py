@@ -212,24 +212,23 @@ def _running_options(p: argparse.ArgumentParser) -> None:
                    help="changes below this are 'equivalent' (default 0.02 = 2%%)")
     v.add_argument("--confidence", type=finite_number, default=None, metavar="C",
                    help="confidence of the sequential test (default 0.95)")
-    b = p.add_argument_group("batch site settings (--scheduler slurm; override the inventory's repro_slurm_* "
-                             "variables; see docs/slurm.md)")
-    b.add_argument("--partition", default=None, help="Slurm partition (repro_slurm_partition)")
-    b.add_argument("--account", default=None, help="Slurm account to charge (repro_slurm_account)")
-    b.add_argument("--time-limit", default=None, metavar="LIMIT",
-                   help="job time limit: minutes, HH:MM:SS or D-HH:MM:SS (repro_slurm_time; default: --timeout "
-                   "in whole minutes)")
-    b.add_argument("--sbatch", action="append", default=None, metavar="LINE",
-                   help="an extra #SBATCH line, given as --sbatch=--qos=high (repeatable; repro_slurm_extra)")
-    b.add_argument("--slurm-mpi", default=None, metavar="PLUGIN",
-                   help="srun --mpi plugin for the srun launcher (repro_slurm_mpi; default pmix)")
-    k = p.add_argument_group("Kubernetes site settings (--scheduler kubernetes; override the inventory's repro_k8s_* "
-                             "variables; see docs/kubernetes.md)")
-    k.add_argument("--namespace", default=None, help="namespace of the jobs (repro_k8s_namespace; default: default)")
-    k.add_argument("--k8s-kind", default=None, choices=("trainjob", "mpijob"),
-                   help="a Trainer v2 TrainJob or an MPI Operator MPIJob per point (repro_k8s_kind; default trainjob)")
-    k.add_argument("--crds", default=None, metavar="DIR",
-                   help="also validate against the CRD files in DIR: their schema and CEL rules (repro_k8s_crds)")
+    _scheduler_options(p)
+
+
+def _scheduler_options(p: argparse.ArgumentParser) -> None:
+    """One argument group per scheduler with its site settings (declared by the scheduler: SiteOption)."""
+    from repro.launch.schedulers import SCHEDULERS, options_of
+
+    for name in SCHEDULERS.names():
+        options = options_of(name)
+        if not options:
+            continue
+        g = p.add_argument_group(f"--scheduler {name} site settings (override the inventory's variables named in "
+                                 f"each; see docs/{name}.md)")
+        for o in options:
+            g.add_argument(o.flag, dest=f"site_{o.variable}", action="append" if o.repeat else "store", default=None,
+                           metavar=o.metavar or (None if o.choices else o.flag.lstrip("-").replace("-", "_").upper()),
+                           choices=o.choices, help=o.help)
 
 
 class QuietProgress:
@@ -289,15 +288,13 @@ def options(args: argparse.Namespace):
         from repro.results.plots import check_target
 
         check_target(args.plot)  # a plot that cannot be written is refused before the sweep, not after it
-    site = {"repro_slurm_partition": args.partition, "repro_slurm_account": args.account,
-            "repro_slurm_time": args.time_limit, "repro_slurm_extra": tuple(args.sbatch or ()),
-            "repro_slurm_mpi": args.slurm_mpi, "repro_k8s_namespace": args.namespace,
-            "repro_k8s_kind": args.k8s_kind, "repro_k8s_crds": args.crds}
+    site = {k.removeprefix("site_"): tuple(v) if isinstance(v, list) else v for k, v in vars(args).items()
+            if k.startswith("site_") and v not in (None, [])}  # the schedulers' site settings, by variable
     if args.emit and not args.dry_run:
         raise InputError("--emit: writes the planned files; give it with --dry-run")
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
                         timeout=args.timeout, resume=args.resume, dry_run=args.dry_run, warmup=args.warmup,
-                        site={k: v for k, v in site.items() if v not in (None, ())})
+                        site=site)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -19,8 +19,9 @@ from repro.launch.plan import LaunchPlan
 from repro.launch.runtimes import Outcome, RuntimeReport
 from repro.launch.workloads import WORKLOADS
 from repro.results.metrics import for_storage
-from repro.results.provenance import HostFacts, SlurmJob
+from repro.results.provenance import HostFacts
 from repro.results.record import (
+    BatchJob,
     HostRef,
     RankResult,
     RunRecord,
@@ -117,12 +118,10 @@ def _base(point: Settings, placement: tuple[Placement, ...], ctx: Context) -> di
 
 
 def failed(point: Settings, placement: tuple[Placement, ...], ctx: Context, reason: str, *,
-           plan: LaunchPlan | None = None, slurm: SlurmJob | None = None,
-           batch: dict[str, Any] | None = None) -> RunRecord:
-    """A record of a point that did not run to the end (planning failed, Ctrl-C; `slurm`: the cancelled job)."""
+           plan: LaunchPlan | None = None, job: BatchJob | None = None) -> RunRecord:
+    """A record of a point that did not run to the end (planning failed, Ctrl-C; `job`: the cancelled job)."""
     extra = {"command": redact_argv(plan.launch_argv), "env": redact_env(plan.env)} if plan else {}
-    return RunRecord(status="failed", failure=reason, duration_s=0.0, slurm=slurm,
-                     batch=redact_tree(batch) if batch else None,
+    return RunRecord(status="failed", failure=reason, duration_s=0.0, batch=_redacted(job),
                      **_base(point, placement, ctx),
                      **extra)
 
@@ -154,5 +153,12 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
         metrics=dict(result.get("metrics", {})) if result else {},
         reported_images_per_sec=(result or {}).get("reported_images_per_sec"),
         duration_s=round(outcome.duration_s, 3), log_tail=redact_text(tail(outcome.stdout, outcome.stderr, LOG_LINES)),
-        slurm=outcome.job, batch=redact_tree(outcome.batch) if outcome.batch else None,
+        batch=_redacted(outcome.job),
     ))
+
+
+def _redacted(job: BatchJob | None) -> BatchJob | None:
+    """A scheduler's job with every secret out of its untyped part (a typed part redacts its own fields)."""
+    if job is None or not isinstance(job.detail, dict):
+        return job
+    return job.model_copy(update={"detail": redact_tree(job.detail)})

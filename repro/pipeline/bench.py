@@ -27,9 +27,8 @@ from repro.launch.launchers import LAUNCHERS, for_backend
 from repro.launch.placement import Placement, place
 from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
-from repro.launch.runtimes import RUNTIMES, Outcome, Runtime, RuntimeReport, create, plan_point
-from repro.launch.schedulers import SCHEDULERS
-from repro.launch.schedulers.slurm_site import FLAGS as SITE_FLAGS
+from repro.launch.runtimes import RUNTIMES, JobInterrupted, Outcome, Runtime, RuntimeReport, create
+from repro.launch.schedulers import SCHEDULERS, Scheduler, given_options, options_of
 from repro.manifest import LoadedStack
 from repro.pipeline.gate import admit
 from repro.pipeline.stage import safe_call
@@ -137,22 +136,19 @@ class Sweep:
     image: ImageLock | None
     image_ref: str | None  # the tag to run (or, in a dry run without a lock, the tag `repro up` would build)
     facts: dict[str, HostFacts]
-    scheduler: Any = None  # the scheduler, configured for this sweep (a batch scheduler: with the site's settings)
+    scheduler: Scheduler = field(default_factory=lambda: SCHEDULERS.get("direct"))  # configured for this sweep
     inventory: str | None = None  # the inventory file, as given (kept in each record's SweepRef)
 
     def launcher(self, options: BenchOptions, point: Settings) -> str:
         """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
-        if options.launcher or getattr(self.scheduler, "launcher", None):
-            return options.launcher or self.scheduler.launcher
+        if options.launcher or self.scheduler.launcher:
+            return options.launcher or self.scheduler.launcher  # type: ignore[return-value]
         return "torchrun" if point.backend is None and _framework(point.workload) == "pytorch" else for_backend(
             point.backend)
 
     def plan(self, point: Settings, ctx: PlanContext) -> LaunchPlan:
-        """A point's plan, as the scheduler makes it (a batch job's script), else as the runtime does (pure)."""
-        planner = getattr(self.scheduler, "plan", None)
-        placement = self.placements[point.workers]
-        return planner(point, placement, self.runtime, ctx) if planner else plan_point(point, placement,
-                                                                                      self.runtime, ctx)
+        """A point's plan, as the scheduler makes it (a batch job's script; by default the runtime's, pure)."""
+        return self.scheduler.plan(point, self.placements[point.workers], self.runtime, ctx)
 
     def context(self, loaded: LoadedStack, options: BenchOptions, point: Settings, run_id: str) -> PlanContext:
         stack = loaded.stack
@@ -190,9 +186,8 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
             image = read_lock(store, loaded)  # ImageError naming `repro up`
     sid = sweep_id(loaded.hash, inventory_key(inventory), points, options.repeats)
     sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler, inventory.path)
-    check = getattr(scheduler, "check", None)
-    for launcher in {sweep.launcher(options, p) for p in points} if check else ():
-        check(runtime, launcher, spec.backends)
+    for launcher in {sweep.launcher(options, p) for p in points}:
+        scheduler.check(runtime, launcher, spec.backends)
     return sweep
 
 
@@ -224,15 +219,20 @@ def check_framework(loaded: LoadedStack, workload: str) -> None:
                      hint=f"with this stack use --workload {' or '.join(fits)}, or a stack that pins {needs}")
 
 
-def configured(options: BenchOptions, inventory: Inventory) -> Any:
+def configured(options: BenchOptions, inventory: Inventory) -> Scheduler:
     """The scheduler named in the options, with the site's settings where it takes them (InputError otherwise)."""
     scheduler = SCHEDULERS.get(options.scheduler)
-    configure = getattr(scheduler, "configure", None)
-    given = sorted(SITE_FLAGS.get(k, k) for k, v in options.site.items() if v not in (None, "", ()))
-    if configure is None and given:
-        raise InputError(f"{', '.join(given)}: site settings of a batch scheduler; --scheduler {options.scheduler} "
-                         "takes none", hint="use --scheduler slurm or kubernetes")
-    return configure(inventory, options.site, options.timeout) if configure else scheduler
+    given = given_options(options.site)
+    takes = {o.variable for o in scheduler.options}
+    foreign = sorted(set(given) - takes)
+    if foreign:
+        owners = {o.variable: (o.flag, name) for name in SCHEDULERS.names() for o in options_of(name)}
+        flags = ", ".join(owners.get(v, (v, ""))[0] for v in foreign)
+        theirs = sorted({owners[v][1] for v in foreign if v in owners})
+        raise InputError(f"{flags}: site settings of --scheduler {' or '.join(theirs) or '?'}; --scheduler "
+                         f"{options.scheduler} takes " + (", ".join(o.flag for o in scheduler.options) or "none"),
+                         hint=f"use --scheduler {theirs[0]}" if theirs else "")
+    return scheduler.configure(inventory, given, options.timeout)
 
 
 def bench(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inventory, spec: SweepSpec, options: BenchOptions,
@@ -306,10 +306,10 @@ def start_runs(stacks: Sequence[LoadedStack], sweeps: Sequence[Sweep], inventory
         runtime = create(sw.runtime, one.stack, sw.image)
         hosts = [pl.host for pl in sw.placements[max(sw.placements)]]
         backend = runtime_backend(sw.points[0], spec, one)
-        prepare = getattr(sw.scheduler, "prepare", None)
-        if prepare is not None:  # a batch scheduler reaches the nodes its own way (srun), and gathers their facts
-            report = prepare(runtime, hosts, backend=backend, store=store, inventory=inventory,
-                             launcher=sw.launcher(options, sw.points[0]), progress=progress.message)
+        if sw.scheduler.batch:  # a batch scheduler reaches the nodes its own way (srun), and gathers their facts
+            report = sw.scheduler.prepare(runtime, hosts, backend=backend,
+                                          keep_facts=partial(store.put_facts, inventory),
+                                          launcher=sw.launcher(options, sw.points[0]), progress=progress.message)
             sw = replace(sw, facts=store.facts(inventory))
         else:
             names = ", ".join(h.name for h in hosts)
@@ -329,7 +329,7 @@ def conditions_sampler(runs: Sequence[_Run]) -> contextlib.AbstractContextManage
     """One Sampler of the sweep's hosts for every stack's runs (direct scheduler only: a batch scheduler's
     nodes need not answer SSH, and Slurm keeps its own accounting)."""
     first = runs[0]
-    if getattr(first.sweep.scheduler, "prepare", None) is not None:
+    if first.sweep.scheduler.batch:
         return contextlib.nullcontext()
     hosts = [pl.host for pl in first.sweep.placements[max(first.sweep.placements)]]
     return Sampler(hosts, gpu=first.loaded.stack.gpu)
@@ -387,8 +387,8 @@ class _Run:
     def diagnose(self, plan: LaunchPlan, outcome: Outcome) -> str:
         """Why the point failed: probe every host of it first, so that a lost host is named whoever noticed
         (not under a batch scheduler: its nodes need not answer SSH, and Slurm said which node died)."""
-        batch = outcome.job is not None or outcome.batch is not None
-        unreachable = {} if batch else preflight([p.host for p in plan.placement], timeout=PROBE_AFTER_FAILURE_S)
+        unreachable = {} if outcome.job is not None else preflight([p.host for p in plan.placement],
+                                                                   timeout=PROBE_AFTER_FAILURE_S)
         return diagnose.explain(placement=plan.placement, stdout=outcome.stdout, stderr=outcome.stderr,
                                 returncode=outcome.returncode, failure=outcome.failure, unreachable=unreachable,
                                 launcher=plan.launcher_name)
@@ -426,8 +426,8 @@ class _Run:
                 outcome = self.sweep.scheduler.execute(
                     plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
         except KeyboardInterrupt as exc:  # a batch scheduler cancelled the job first (its record rides along)
-            self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, slurm=getattr(exc, "job", None),
-                                     batch=getattr(exc, "batch", None)))
+            job = exc.job if isinstance(exc, JobInterrupted) else None
+            self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, job=job))
             kept = sum(1 for r in self.records if r.status == "ok")
             self.progress.finished(n, total, label, f"interrupted; {kept} point(s) kept in {self.store.root}; "
                                    "`repro bench ... --resume` completes the sweep")

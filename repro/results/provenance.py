@@ -281,5 +281,4 @@ class SlurmJob(_Model):
     slurm_version: str | None = None
     mpi_plugins: list[str] = Field(default_factory=list)  # `srun --mpi=list`
     pmi: str | None = None  # the plugin the ranks were wired up with (srun --mpi=...), for the srun launcher
-    script: str = ""  # the job script as submitted (secrets redacted)
     failed_nodes: list[str] = Field(default_factory=list)  # nodes Slurm found dead under the job

@@ -15,14 +15,16 @@ import secrets
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from repro.errors import ResultsError
 from repro.manifest.software import Software, from_host_probe
 from repro.results.conditions import Conditions
 from repro.results.provenance import FACTS_FORMAT, LOCK_FORMAT, HostFacts, ImageLock, SlurmJob
 
-SCHEMA_VERSION = 2  # 1: lock and facts as plain JSON (read and migrated by parse_record)
+# 1: lock and facts as plain JSON; 2: the batch job as `slurm` (a SlurmJob) or `batch` (another scheduler's dict).
+# Both are read and migrated by parse_record.
+SCHEMA_VERSION = 3
 
 
 class _Frozen(BaseModel):
@@ -123,6 +125,33 @@ class Hardware(_Frozen):
     interconnect: str | None = None
 
 
+# A scheduler's typed part of a BatchJob (`detail`), by scheduler name; a scheduler without one keeps a plain
+# mapping there. One registration per scheduler that has a model.
+JOB_DETAILS: dict[str, type[BaseModel]] = {"slurm": SlurmJob}
+
+
+class BatchJob(_Frozen):
+    """The batch job that ran a point (a batch scheduler's): what every scheduler has, and its own part.
+
+    `script` is what was submitted (a job script, a manifest), secrets redacted; `detail` is the scheduler's typed
+    part (a JOB_DETAILS model: Slurm's SlurmJob) or, for a scheduler without a model, a mapping.
+    """
+
+    scheduler: str
+    id: str  # the batch system's name for the job (a Slurm job id, a TrainJob's name)
+    nodes: list[str] = Field(default_factory=list)  # the nodes it ran on, as the batch system names them
+    state: str | None = None  # its end state, in the batch system's words (COMPLETED, TIMEOUT, ok, failed, ...)
+    script: str = ""
+    detail: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_detail(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("detail"), dict) and data.get("scheduler") in JOB_DETAILS:
+            data = {**data, "detail": JOB_DETAILS[data["scheduler"]].model_validate(data["detail"])}
+        return data
+
+
 class RunRecord(_Frozen):
     """One measured (or imported) benchmark point."""
 
@@ -142,8 +171,7 @@ class RunRecord(_Frozen):
     ranks: list[RankResult] = Field(default_factory=list)
     facts: dict[str, HostFacts] = Field(default_factory=dict)  # per host, as `repro prepare` gathered them
     hardware: Hardware | None = None
-    slurm: SlurmJob | None = None  # the Slurm job that ran the point (--scheduler slurm); optional in schema 2
-    batch: dict[str, Any] | None = None  # another scheduler's job, as it reports it (kubernetes); optional in 2
+    batch: BatchJob | None = None  # the batch job that ran the point (a batch scheduler's); None: run directly
     command: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     resolved: dict[str, Any] = Field(default_factory=dict)  # every setting as the workload reported it ran
@@ -186,11 +214,29 @@ def _migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
     declared = {k: v for k, v in facts.items() if not isinstance(v, dict) and v is not None}
     if declared:
         out["hardware"] = {k: str(v) for k, v in declared.items()}
-    out["schema_version"] = SCHEMA_VERSION
+    out["schema_version"] = 2
     return out
 
 
-MIGRATIONS = {1: _migrate_v1}
+def _migrate_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 -> 3: the Slurm job (`slurm`) or another scheduler's job (`batch`, a mapping) became one generic
+    BatchJob in `batch`, the scheduler's own fields kept whole as its `detail`."""
+    out = dict(data)
+    slurm, batch = out.pop("slurm", None), out.pop("batch", None)
+    if isinstance(slurm, dict):
+        detail = {k: v for k, v in slurm.items() if k != "script"}
+        out["batch"] = {"scheduler": "slurm", "id": str(slurm.get("job_id", "")), "nodes": slurm.get("nodes") or [],
+                        "state": slurm.get("state"), "script": slurm.get("script") or "", "detail": detail}
+    elif isinstance(batch, dict):
+        detail = {k: v for k, v in batch.items() if k not in ("scheduler", "manifest")}
+        out["batch"] = {"scheduler": str(batch.get("scheduler") or "unknown"), "id": str(batch.get("name") or ""),
+                        "nodes": batch.get("nodes") or [], "state": batch.get("state"),
+                        "script": batch.get("manifest") or "", "detail": detail}
+    out["schema_version"] = 3
+    return out
+
+
+MIGRATIONS = {1: _migrate_v1, 2: _migrate_v2}
 
 
 def parse_record(data: Any, where: str | None = None) -> RunRecord:

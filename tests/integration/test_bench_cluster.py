@@ -343,8 +343,8 @@ def test_a_trainjob_runs_through_the_operators_mpi_contract_and_compares_like_an
           "--store", str(kube))
     (rec,) = Store(kube).records()
     assert rec.status == "ok", rec.failure
-    assert rec.batch["scheduler"] == "kubernetes" and rec.batch["state"] == "ok"
-    assert rec.batch["nodes"] == ["h1", "h2"] and "kind: TrainJob" in rec.batch["manifest"]
+    assert rec.batch.scheduler == "kubernetes" and rec.batch.state == "ok"
+    assert rec.batch.nodes == ["h1", "h2"] and "kind: TrainJob" in rec.batch.script
     assert [h.name for h in rec.hosts] == ["h1", "h2"]  # where the rank pods ran (not the launcher pod)
     addresses = {h.name: h.address for h in cluster.hosts}
     for rank in rec.ranks:

@@ -98,12 +98,14 @@ def assert_sweep_on_both_nodes(records, runtime: str, launcher: str = "srun") ->
     one, two = records
     assert [one.status, two.status] == ["ok", "ok"], (one.failure, two.failure)
     assert (one.runtime, two.runtime) == (runtime, runtime)
-    assert one.slurm.nodes == [r.host for r in one.ranks] == ["h1"]
-    assert two.slurm.nodes == sorted(r.host for r in two.ranks) == ["h1", "h2"]
+    assert one.batch.nodes == [r.host for r in one.ranks] == ["h1"]
+    assert two.batch.nodes == sorted(r.host for r in two.ranks) == ["h1", "h2"]
     assert [h.name for h in two.hosts] == ["h1", "h2"] and two.settings.hosts == 2
-    assert one.slurm.job_id != two.slurm.job_id and two.slurm.state == "COMPLETED"
-    assert two.slurm.partition == "debug" and two.slurm.slurm_version == "22.05.8" and "pmix" in two.slurm.mpi_plugins
-    assert two.command[0] == launcher and "#SBATCH --nodes=2" in two.slurm.script
+    assert one.batch.id != two.batch.id and two.batch.state == "COMPLETED"
+    slurm = two.batch.detail
+    assert two.batch.scheduler == "slurm" and slurm.partition == "debug" and slurm.slurm_version == "22.05.8"
+    assert "pmix" in slurm.mpi_plugins
+    assert two.command[0] == launcher and "#SBATCH --nodes=2" in two.batch.script
     assert set(two.facts) == {"h1", "h2"} and two.facts["h2"].hostname == "h2"  # gathered through srun
 
 
@@ -112,10 +114,10 @@ def test_host_runtime_sweep_under_srun_pmix_runs_one_job_per_point_on_both_nodes
     proc = bench(inventory, store, "--runtime", "host", "--workers", "1,2", *PROBE)
     records = new_records(store, before)
     assert_sweep_on_both_nodes(records, "host")
-    assert records[1].command[:2] == ["srun", "--mpi=pmix"] and records[1].slurm.pmi == "pmix"
+    assert records[1].command[:2] == ["srun", "--mpi=pmix"] and records[1].batch.detail.pmi == "pmix"
     assert "Slurm job" in proc.stderr and "host facts of h1, h2 gathered through srun" in proc.stderr
     assert set(records[1].host_software) == {"h1", "h2"}  # the software probe ran on the nodes through srun
-    assert_nothing_left(slurm_cluster, [r.slurm.job_id for r in records])
+    assert_nothing_left(slurm_cluster, [r.batch.id for r in records])
 
 
 def test_docker_workers_are_started_and_removed_inside_the_jobs(slurm_cluster, store, inventory):
@@ -123,8 +125,8 @@ def test_docker_workers_are_started_and_removed_inside_the_jobs(slurm_cluster, s
     bench(inventory, store, "--runtime", "docker", "--workers", "1,2", *PROBE)
     records = new_records(store, before)
     assert_sweep_on_both_nodes(records, "docker")
-    assert records[1].image.image.id.startswith("sha256:") and "repro_docker_worker" in records[1].slurm.script
-    assert_nothing_left(slurm_cluster, [r.slurm.job_id for r in records])
+    assert records[1].image.image.id.startswith("sha256:") and "repro_docker_worker" in records[1].batch.script
+    assert_nothing_left(slurm_cluster, [r.batch.id for r in records])
 
 
 def test_charliecloud_ranks_run_in_the_converted_image_under_srun_pmix(slurm_cluster, store, inventory):
@@ -132,8 +134,8 @@ def test_charliecloud_ranks_run_in_the_converted_image_under_srun_pmix(slurm_clu
     bench(inventory, store, "--runtime", "charliecloud", "--workers", "1,2", *SMALL, check=True)
     records = new_records(store, before)
     assert_sweep_on_both_nodes(records, "charliecloud")
-    assert "ch-run" in records[1].slurm.script and records[1].software["tensorflow"] == "2.15.1"
-    assert_nothing_left(slurm_cluster, [r.slurm.job_id for r in records])
+    assert "ch-run" in records[1].batch.script and records[1].software["tensorflow"] == "2.15.1"
+    assert_nothing_left(slurm_cluster, [r.batch.id for r in records])
 
 
 @pytest.mark.parametrize("runtime", ["host", "docker"])
@@ -143,8 +145,8 @@ def test_mpirun_inside_the_allocation_starts_its_daemons_through_slurm(slurm_clu
     (rec,) = new_records(store, before)
     assert rec.status == "ok", rec.failure
     assert rec.command[0] == "mpirun" and "-H" not in rec.command and "plm_rsh_args" not in rec.command
-    assert sorted(r.host for r in rec.ranks) == rec.slurm.nodes == ["h1", "h2"]
-    assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
+    assert sorted(r.host for r in rec.ranks) == rec.batch.nodes == ["h1", "h2"]
+    assert_nothing_left(slurm_cluster, [rec.batch.id])
 
 
 def test_compare_lines_the_slurm_run_up_with_a_direct_ssh_run(slurm_cluster, store, inventory, tmp_path):
@@ -166,8 +168,8 @@ def test_compare_lines_the_slurm_run_up_with_a_direct_ssh_run(slurm_cluster, sto
     assert aligned["old_only"] == aligned["new_only"] == [] and aligned["changes"]["hardware"] == []
     table = run_repro("compare", str(direct), str(batch)).stdout
     assert "NEW/OLD" in table and "runs on different hardware" not in table, table
-    assert all(r.slurm is None for r in Store(direct).records())
-    assert all(r.slurm is not None for r in Store(batch).records())
+    assert all(r.batch is None for r in Store(direct).records())
+    assert all(r.batch is not None and r.batch.scheduler == "slurm" for r in Store(batch).records())
 
 
 def run_until(inventory: Path, store: Path, args: list[str], started: str, log: Path, timeout: float = 600):
@@ -201,9 +203,9 @@ def test_ctrl_c_cancels_the_job_and_records_the_point_as_interrupted(slurm_clust
             cancel_all(slurm_cluster)
     (rec,) = new_records(store, before)
     assert rec.status == "failed" and rec.failure.startswith("interrupted"), rec.failure
-    assert rec.slurm.state == "CANCELLED" and rec.slurm.nodes == ["h1", "h2"]
+    assert rec.batch.state == "CANCELLED" and rec.batch.nodes == ["h1", "h2"]
     assert "--resume" in log.read_text()
-    assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
+    assert_nothing_left(slurm_cluster, [rec.batch.id])
 
 
 def test_an_scancel_from_outside_gives_a_failed_record_saying_so(slurm_cluster, store, inventory, tmp_path):
@@ -223,9 +225,9 @@ def test_an_scancel_from_outside_gives_a_failed_record_saying_so(slurm_cluster, 
             cancel_all(slurm_cluster)
     (rec,) = new_records(store, before)
     assert rec.status == "failed" and "cancelled outside repro" in rec.failure, rec.failure
-    assert rec.slurm.state == "CANCELLED" and rec.slurm.job_id == job.split()[0]
+    assert rec.batch.state == "CANCELLED" and rec.batch.id == job.split()[0]
     assert "cancelled outside repro" in log.read_text()
-    assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
+    assert_nothing_left(slurm_cluster, [rec.batch.id])
 
 
 @pytest.mark.slow
@@ -235,10 +237,11 @@ def test_the_time_limit_gives_a_timed_out_record(slurm_cluster, store, inventory
     assert proc.returncode == 1, proc.stderr
     (rec,) = new_records(store, before)
     assert rec.status == "failed" and rec.failure.startswith("timed out"), rec.failure
-    assert (rec.slurm.state, rec.slurm.reason, rec.slurm.time_limit) == ("TIMEOUT", "TimeLimit", "00:01:00")
+    assert (rec.batch.state, rec.batch.detail.reason, rec.batch.detail.time_limit) == ("TIMEOUT", "TimeLimit",
+                                                                                      "00:01:00")
     # no job, process or container; the worker's FIFO is usually removed by its EXIT trap, but when Slurm's
     # SIGKILL (KillWait after the SIGTERM) comes first it stays until the next repro job on that node reaps it
-    assert_nothing_left(slurm_cluster, [rec.slurm.job_id], lifeline=False)
+    assert_nothing_left(slurm_cluster, [rec.batch.id], lifeline=False)
 
 
 @pytest.mark.slow
@@ -260,16 +263,16 @@ def test_a_killed_slurmd_fails_the_point_naming_the_node_and_resume_completes(sl
     one, two = new_records(store, before)
     assert one.status == "ok" and two.status == "failed", (one.failure, two.failure)
     assert two.failure == "node h2 failed under the job (Slurm NODE_FAIL, NodeDown)"
-    assert two.slurm.state == "NODE_FAIL" and two.slurm.failed_nodes == ["h2"]
+    assert two.batch.state == "NODE_FAIL" and two.batch.detail.failed_nodes == ["h2"]
     wait_nodes_idle(slurm_cluster)
     # the container on h2 went with its worker; its FIFO stays until the next repro job on h2
-    assert_nothing_left(slurm_cluster, [two.slurm.job_id], lifeline=False)
+    assert_nothing_left(slurm_cluster, [two.batch.id], lifeline=False)
 
     resumed = bench(inventory, store, *args, "--resume")
     assert "skipped (--resume)" in resumed.stderr
     after = new_records(store, before)
     assert sorted((r.settings.workers, r.status) for r in after) == [(1, "ok"), (2, "failed"), (2, "ok")]
-    assert_nothing_left(slurm_cluster, [r.slurm.job_id for r in after])
+    assert_nothing_left(slurm_cluster, [r.batch.id for r in after])
 
 
 def test_pmi2_is_refused_before_anything_is_submitted(slurm_cluster, store, inventory):

@@ -13,11 +13,11 @@ import pytest
 from repro.cli import main
 from repro.compare.kinds import KINDS
 from repro.hosts.inventory import Host, Inventory
-from repro.launch.launchers import LAUNCHERS
+from repro.launch.launchers import LAUNCHERS, Launcher
 from repro.launch.plan import LaunchPlan
 from repro.launch.points import SweepSpec
 from repro.launch.runtimes import RUNTIMES, Outcome, RuntimeReport
-from repro.launch.schedulers import SCHEDULERS
+from repro.launch.schedulers import SCHEDULERS, Scheduler
 from repro.launch.workloads import WORKLOADS, find_result
 from repro.manifest import load_stack
 from repro.pipeline.bench import BenchOptions, bench
@@ -55,7 +55,7 @@ class ToyWorkload:
         return find_result(stdout)
 
 
-class Solo:
+class Solo(Launcher):
     """one process, no MPI: the command as it is"""
 
     name = "solo"
@@ -70,6 +70,8 @@ class SubprocessRuntime:
 
     name = "subprocess"
     needs_image = False
+    batch_only = False
+    batch_launchers = None
 
     def __init__(self, stack, image) -> None:
         self.stack = stack
@@ -83,6 +85,13 @@ class SubprocessRuntime:
     def prepare(self, hosts, backend, via=None, progress=None) -> RuntimeReport:
         return RuntimeReport()
 
+    @classmethod
+    def job(cls, point, placement, ctx, nodes):
+        raise NotImplementedError("no batch form")
+
+    def node_command(self, argv, host):
+        return None
+
     def cleanup_stale(self, hosts) -> list[str]:
         return []
 
@@ -92,13 +101,16 @@ class SubprocessRuntime:
         return Outcome(proc.stdout, proc.stderr, proc.returncode, time.monotonic() - t0)
 
 
-class Inline:
+class Inline(Scheduler):
     """runs the plan right here, counting what it ran"""
 
     name = "inline"
 
     def __init__(self) -> None:
         self.ran: list[str] = []
+
+    def check(self, runtime, launcher, backends=()) -> None:
+        pass
 
     def execute(self, plan, runtime, timeout, progress=None) -> Outcome:
         self.ran.append(plan.point.workload)

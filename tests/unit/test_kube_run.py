@@ -77,7 +77,8 @@ def test_a_job_that_completes_gives_the_launchers_log_the_nodes_and_is_deleted(f
     out = kube_run.run_job(plan, 60, "v1.33.2")
     assert out.failure is None and out.stdout.strip() == "RESULT {}"
     assert [p.host.name for p in out.placement] == ["gpu-0", "gpu-1"]  # the rank pods' nodes, not the launcher's
-    assert out.batch["nodes"] == ["gpu-0", "gpu-1", "gpu-a"] and out.batch["cluster_version"] == "v1.33.2"
+    assert out.job.nodes == ["gpu-0", "gpu-1", "gpu-a"] and out.job.detail["cluster_version"] == "v1.33.2"
+    assert out.job.scheduler == "kubernetes" and out.job.id == plan.job_name and out.job.script == plan.manifest
     argv = calls()
     assert argv[0] == ["--namespace", "ml", "apply", "-f", "-"]
     assert ["--namespace", "ml", "get", "trainjobs.trainer.kubeflow.org", "repro-0123abcd", "-o", "json"] in argv
@@ -103,7 +104,7 @@ def test_a_pod_lost_with_its_node_names_the_node(fake):
     scenario(polls=99, condition=None, pods=[POD, lost])
     out = kube_run.run_job(kube_plan(), 60, "v1.33.2")
     assert out.failure == "pod repro-0123abcd-node-0-1-z on node gpu-7 was lost: NodeLost"
-    assert out.batch["lost"] == out.failure and calls()[-1][2] == "delete"
+    assert out.job.detail["lost"] == out.failure and calls()[-1][2] == "delete"
 
 
 def test_the_time_limit_deletes_the_job(fake):
@@ -122,7 +123,7 @@ def test_ctrl_c_deletes_the_job_and_carries_its_record_part(fake, monkeypatch):
     monkeypatch.setattr(kube_run, "_pause", interrupt)
     with pytest.raises(kube_run.Cancelled) as err:
         kube_run.run_job(kube_plan(), 60, None)
-    assert err.value.batch["reason"] == "interrupted" and calls()[-1][2] == "delete"
+    assert err.value.job.detail["reason"] == "interrupted" and calls()[-1][2] == "delete"
 
 
 def test_a_refused_apply_fails_the_point_without_following_it(fake):
@@ -160,12 +161,13 @@ def test_a_failed_pod_and_ctrl_c_give_records_that_say_so(fake, monkeypatch):
     out = kube_run.run_job(plan, 60, "v1.33.2")
     rec = collect.record(plan.point, plan, _context(), out)
     assert rec.status == "failed" and "PodFailed node-1 exited 137" in rec.failure
-    assert rec.batch["state"] == "failed" and rec.batch["name"] == "repro-0123abcd"
-    assert sorted(rec.batch["pods"]) == sorted(p["metadata"]["name"] for p in [POD, *NODES])
+    assert rec.batch.state == "failed" and rec.batch.id == "repro-0123abcd"
+    assert sorted(rec.batch.detail["pods"]) == sorted(p["metadata"]["name"] for p in [POD, *NODES])
 
     scenario(polls=10**6, condition=None, pods=[POD])
     monkeypatch.setattr(kube_run, "_pause", lambda _s: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(kube_run.Cancelled) as err:
         kube_run.run_job(plan, 60, "v1.33.2")
-    rec = collect.failed(plan.point, plan.placement, _context(), "interrupted", plan=plan, batch=err.value.batch)
-    assert rec.status == "failed" and rec.batch["reason"] == "interrupted" and rec.batch["cluster_version"] == "v1.33.2"
+    rec = collect.failed(plan.point, plan.placement, _context(), "interrupted", plan=plan, job=err.value.job)
+    assert rec.status == "failed" and rec.batch.detail["reason"] == "interrupted"
+    assert rec.batch.detail["cluster_version"] == "v1.33.2"

@@ -71,3 +71,39 @@ def test_a_newer_schema_or_a_non_record_is_refused_with_its_file_named():
         parse_record([1, 2], "y.json")
     with pytest.raises(InvalidRecordError, match=r"z\.json: invalid record: status"):
         parse_record({**data, "status": "maybe"}, "z.json")
+
+
+V2 = Path(__file__).resolve().parents[1] / "data" / "stores" / "v2"
+
+
+def test_v2_batch_jobs_become_one_generic_batch_job_with_the_schedulers_part(tmp_path):
+    from repro.results.provenance import SlurmJob
+
+    shutil.copytree(V2, tmp_path / "store")
+    records = {r.id: r for r in Store(tmp_path / "store").records()}
+    slurm, kube = records["20261126T101530Z-7a3e9b11"], records["20261126T102000Z-c4d2e8f0"]
+    assert (slurm.batch.scheduler, slurm.batch.id, slurm.batch.nodes, slurm.batch.state) == (
+        "slurm", "42", ["h1", "h2"], "COMPLETED")
+    assert isinstance(slurm.batch.detail, SlurmJob) and slurm.batch.detail.pmi == "pmix"
+    assert slurm.batch.script.startswith("#!/bin/bash\n#SBATCH --job-name=repro-7a3e9b11")
+    assert (kube.batch.scheduler, kube.batch.id, kube.batch.nodes, kube.batch.state) == (
+        "kubernetes", "repro-c4d2e8f0", ["h1", "h2"], "ok")
+    assert "kind: TrainJob" in kube.batch.script and kube.batch.detail["cluster_version"] == "v1.33.2"
+    assert "manifest" not in kube.batch.detail and all(r.schema_version == SCHEMA_VERSION for r in records.values())
+    # a migrated record written back (as `results show --json` prints it) reads as the same record
+    again = parse_record(json.loads(slurm.model_dump_json()))
+    assert again == slurm and isinstance(again.batch.detail, SlurmJob)
+
+
+def test_a_v2_store_lists_shows_and_compares_exactly_as_schema_2_did(capsys, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(V2, store)
+    shutil.rmtree(store / "golden")
+    golden = V2 / "golden"
+    _, out, _ = run(capsys, "results", "--store", str(store))
+    assert out == (golden / "results.txt").read_text()
+    for rid in ("20261126T101530Z-7a3e9b11", "20261126T102000Z-c4d2e8f0"):
+        _, out, _ = run(capsys, "results", "--store", str(store), "show", rid)
+        assert out == (golden / f"show-{rid}.txt").read_text()
+    _, out, _ = run(capsys, "compare", "cpu-tf215", "cpu-tf215", "--store", str(store), "--model", "resnet20")
+    assert out == (golden / "compare.txt").read_text()

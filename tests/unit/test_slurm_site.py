@@ -119,7 +119,9 @@ def test_dry_run_prints_the_script_and_submit_command_and_touches_nothing(tmp_pa
     (["--scheduler", "slurm", "--backends", "gloo"], "Gloo controller is not supported"),
     (["--runtime", "charliecloud"], "the charliecloud runtime runs inside a batch job only"),
     (["--launcher", "srun"], "the srun launcher runs inside a batch job only"),
-    (["--partition", "debug"], "--partition: site settings of a batch scheduler"),
+    (["--partition", "debug"], "--partition: site settings of --scheduler slurm; --scheduler direct takes none"),
+    (["--scheduler", "kubernetes", "--partition", "debug"], "--partition: site settings of --scheduler slurm"),
+    (["--scheduler", "slurm", "--namespace", "ml"], "--namespace: site settings of --scheduler kubernetes"),
     (["--scheduler", "slurm", "--partition", "a\nb"], "--partition: expected a partition name"),
 ])
 def test_the_cli_refuses_what_cannot_work_with_exit_2(tmp_path, capsys, args, message):

@@ -1,13 +1,15 @@
 """Launchers: how the worker processes of a point are started (one per rank), as an argv list.
 
-    @LAUNCHERS.register("mpirun")
-    class Mpirun:
+    @LAUNCHERS.register("mpirun", instance=True)
+    class Mpirun(Launcher):
+        in_batch = True
         def argv(self, placement, command, env_names, *, interface, ssh, forwarded) -> list[str]: ...
-        def batch_argv(self, allocation, command, env_names, *, interface) -> list[str]: ...  # optional
+        def batch_argv(self, allocation, command, env_names, *, interface) -> list[str]: ...
 
 `argv` starts the ranks on hosts repro reaches itself (the `direct` scheduler); `batch_argv`, where a
-launcher has it, starts them inside a batch job's allocation, whose nodes the batch system chose (the
-`slurm` scheduler): a launcher without it is refused there before anything is submitted.
+launcher has it (`in_batch`), starts them inside a batch job's allocation, whose nodes the batch system chose
+(the `slurm` scheduler): a launcher without it is refused there before anything is submitted. The base class
+`Launcher` lists every member the schedulers use, with its default; a registered launcher must derive from it.
 
 Built in: `mpirun` (Open MPI over SSH; inside an allocation, Open MPI built with Slurm support starts its
 daemons through Slurm, no -H and no SSH), `gloo` (the same mpirun wrapped so that Horovod's Gloo
@@ -18,9 +20,12 @@ Adding one is a class plus a registration; `repro bench --launcher NAME` then of
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
+from repro.errors import InputError
+from repro.launch.bases import refuse_misspelt
 from repro.registry import Registry
 
 if TYPE_CHECKING:  # the inventory (and yaml) load only when a launcher is used, not for `repro bench --help`
@@ -61,20 +66,60 @@ def allocation(placement: tuple[Placement, ...], pmi: str = "pmix") -> Allocatio
                       tasks_per_node=ranks.pop() if len(ranks) == 1 else None, pmi=pmi)
 
 
-class Launcher(Protocol):
+@dataclass(frozen=True)
+class MpiNeed:
+    """What a launcher needs of the ranks' Open MPI to start them inside a batch allocation: the MCA framework
+    `ompi_info --parsable` lists (pmix: direct launch through PMI; plm: mpirun's daemons through the batch
+    system), and whether it is probed in the runtime's environment (the ranks' MPI) or on the node itself."""
+
+    framework: str
+    in_runtime: bool
+
+
+class Launcher(ABC):
     """Starts `command` once per rank of `placement`, passing the environment variables `env_names`.
 
-    A launcher that can start ranks inside a batch allocation also has
-    `batch_argv(allocation, command, env_names, *, interface) -> list[str]` (see the module docstring).
+    Every member the schedulers use is here, with its default: a launcher overrides what it has.
     """
 
-    name: str
+    name: ClassVar[str]
+    batch_only: ClassVar[bool] = False  # True: starts ranks inside a batch job only (argv refuses)
+    in_batch: ClassVar[bool] = False  # True: batch_argv starts the ranks inside a batch job's allocation
+    mpi_need: ClassVar[MpiNeed | None] = None  # what it needs of the MPI inside an allocation (checked before)
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        refuse_misspelt(cls, Launcher)
+        if cls.in_batch and cls.batch_argv is Launcher.batch_argv:
+            raise TypeError(f"{cls.__qualname__} says in_batch but has no batch_argv")
+
+    @abstractmethod
     def argv(self, placement: tuple[Placement, ...], command: list[str], env_names: list[str], *, interface: str,
              ssh: SshOptions | None, forwarded: tuple[str, ...]) -> list[str]: ...
 
+    def batch_argv(self, allocation: Allocation, command: list[str], env_names: list[str], *,
+                   interface: str) -> list[str]:
+        """The ranks inside a batch allocation (default: this launcher cannot; schedulers check `in_batch`)."""
+        raise InputError(f"the {self.name} launcher cannot start ranks inside a batch allocation",
+                         hint="use --launcher srun or mpirun")
 
-LAUNCHERS: Registry[Launcher] = Registry("launcher")
+    def mpi_problem(self, pmi: str, plugins: list[str], found: set[str] | None) -> str | None:
+        """Why this launcher cannot wire the MPI up inside a batch job, or None (pure): `pmi` is the job's PMI
+        plugin, `plugins` the batch system's (empty: not known yet), `found` the components of `mpi_need`'s
+        framework on a node (None: not probed, or not Open MPI)."""
+        return None
+
+    def batch_note(self, pmi: str) -> str:
+        """How it wires the ranks up inside a batch job, for the line a sweep shows before its first job."""
+        return ""
+
+
+def _check(item: object) -> None:
+    if not isinstance(item, Launcher):
+        raise TypeError(f"a launcher must be an instance of repro.launch.launchers.Launcher, not {item!r}")
+
+
+LAUNCHERS: Registry[Launcher] = Registry("launcher", on_add=_check)
 
 
 def for_backend(backend: str | None) -> str:

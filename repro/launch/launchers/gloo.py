@@ -3,13 +3,13 @@ hands each rank its slot, because horovodrun hard-codes `StrictHostKeyChecking=n
 
 from __future__ import annotations
 
-from repro.launch.launchers import LAUNCHERS, SshOptions
+from repro.launch.launchers import LAUNCHERS, Launcher, SshOptions
 from repro.launch.launchers.mpirun import Mpirun
 from repro.launch.placement import Placement
 
 
 @LAUNCHERS.register("gloo", instance=True)
-class GlooUnderMpirun:
+class GlooUnderMpirun(Launcher):
     """python -m repro.workloads.gloo --hosts addr:slots,... --iface IF -- mpirun ..."""
 
     name = "gloo"

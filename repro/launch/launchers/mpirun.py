@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from repro.errors import InputError
-from repro.launch.launchers import LAUNCHERS, Allocation, SshOptions
+from repro.launch.launchers import LAUNCHERS, Allocation, Launcher, MpiNeed, SshOptions
 from repro.launch.placement import Placement, host_list
 
 # Open MPI splits plm_rsh_args on blanks and passes quotes on literally, so every value must be one plain
@@ -35,10 +35,12 @@ def rsh_args(ssh: SshOptions) -> str:
 
 
 @LAUNCHERS.register("mpirun", instance=True)
-class Mpirun:
+class Mpirun(Launcher):
     """mpirun -np N -H addr:slots,... with TCP for MPI's own traffic on the inventory's interface."""
 
     name = "mpirun"
+    in_batch = True
+    mpi_need = MpiNeed("plm", in_runtime=False)  # mpirun on the node starts its daemons through the batch system
 
     def argv(self, placement: tuple[Placement, ...], command: list[str], env_names: list[str], *, interface: str,
              ssh: SshOptions | None, forwarded: tuple[str, ...]) -> list[str]:
@@ -57,6 +59,9 @@ class Mpirun:
         return ["mpirun", "--allow-run-as-root", "-np", str(allocation.tasks), *_common(interface),
                 *_exports(env_names, ("PATH",)), *command]
 
+    def mpi_problem(self, pmi: str, plugins: list[str], found: set[str] | None) -> str | None:
+        return slurm_mpirun_problem(found)
+
 
 def rendezvous(placement: tuple[Placement, ...], local: bool) -> list[str]:
     """MASTER_ADDR and MASTER_PORT for torch.distributed's env:// start-up (Open MPI sets only OMPI_COMM_WORLD_*):
@@ -74,3 +79,11 @@ def _common(interface: str) -> list[str]:
 
 def _exports(env_names: list[str], forwarded: tuple[str, ...]) -> list[str]:
     return [a for name in sorted(set(env_names) | set(forwarded)) for a in ("-x", name)]
+
+
+def slurm_mpirun_problem(plm_components: set[str] | None) -> str | None:
+    """Why `mpirun` cannot start its daemons inside the allocation, or None (pure)."""
+    if plm_components is not None and "slurm" not in plm_components:
+        return ("mpirun inside a Slurm allocation needs Open MPI built with Slurm support (its plm framework has: "
+                f"{', '.join(sorted(plm_components)) or 'nothing'}; no slurm): use --launcher srun")
+    return None

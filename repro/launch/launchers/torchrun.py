@@ -16,7 +16,7 @@ runs it with --no-python, so its workers run exactly that command.
 from __future__ import annotations
 
 from repro.errors import InputError
-from repro.launch.launchers import LAUNCHERS, Allocation, SshOptions
+from repro.launch.launchers import LAUNCHERS, Allocation, Launcher, SshOptions
 from repro.launch.launchers.mpirun import _common, _exports, rsh_args
 from repro.launch.placement import Placement
 from repro.workloads.torchrun import RDZV_PORT, torchrun_options
@@ -32,10 +32,11 @@ def python_at(command: list[str]) -> int:
 
 
 @LAUNCHERS.register("torchrun", instance=True)
-class Torchrun:
+class Torchrun(Launcher):
     """torchrun per host, c10d rendezvous on the first host."""
 
     name = "torchrun"
+    in_batch = True
 
     def argv(self, placement: tuple[Placement, ...], command: list[str], env_names: list[str], *, interface: str,
              ssh: SshOptions | None, forwarded: tuple[str, ...]) -> list[str]:

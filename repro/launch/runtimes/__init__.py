@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from repro.launch.plan import LaunchPlan, PlanContext
     from repro.manifest.schema import Stack
     from repro.manifest.software import Software
-    from repro.results.provenance import ImageLock, SlurmJob
-    from repro.results.record import Settings
+    from repro.results.provenance import ImageLock
+    from repro.results.record import BatchJob, Settings
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,16 @@ class Outcome:
     duration_s: float
     failure: str | None = None
     cleanup_pending: tuple[str, ...] = ()
-    job: SlurmJob | None = None  # the batch job that ran the point, when a batch scheduler did
+    job: BatchJob | None = None  # the batch job that ran the point, when a batch scheduler did (RunRecord.batch)
     placement: tuple[Placement, ...] | None = None  # where the ranks ran, when the batch system chose the nodes
-    batch: dict[str, Any] | None = None  # another batch scheduler's own facts of the job (RunRecord.batch)
+
+
+class JobInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) while a batch job ran: the scheduler cancelled the job; `job` is its record part."""
+
+    def __init__(self, job: BatchJob | None, message: str = "interrupted; the batch job was cancelled") -> None:
+        super().__init__(message)
+        self.job = job
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,9 @@ class JobStep:
     Every rank runs `command`: the workload's argv in the runtime's environment (`ch-run IMAGE -- python ..`,
     or a shell function of `functions` that enters a container). `functions` are bash function definitions the
     script exports to the job's tasks; `setup` and `teardown` are script lines run before the launcher and
-    when the script ends (also after scancel or the time limit); `srun_options` go to the launcher's srun
-    (pyxis' --container-image); `launchers` names the launchers the runtime works with in a job (None: any).
+    when the script ends (also after scancel or the time limit); `launcher_options` go to the launcher's own
+    command inside the job (pyxis' --container-image to srun); `launchers` names the launchers the runtime works
+    with in a job (None: any).
     """
 
     command: list[str]
@@ -74,7 +82,7 @@ class JobStep:
     functions: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
     teardown: tuple[str, ...] = ()
-    srun_options: tuple[str, ...] = ()
+    launcher_options: tuple[str, ...] = ()
     launchers: tuple[str, ...] | None = None
     notes: tuple[str, ...] = ()  # comment lines for the script's reader (how to make the image, ...)
 
@@ -122,8 +130,12 @@ Via = Callable[["Host"], Any]
 
 
 class Runtime(Protocol):
+    """What the schedulers call of a runtime class; every member is required (checked at registration)."""
+
     name: ClassVar[str]
     needs_image: ClassVar[bool]
+    batch_only: ClassVar[bool]  # True: no direct form (runs inside a batch job only)
+    batch_launchers: ClassVar[tuple[str, ...] | None]  # the launchers it works with in a batch job (None: any)
 
     @classmethod
     def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan: ...
@@ -139,8 +151,23 @@ class Runtime(Protocol):
 
     def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome: ...
 
+    def node_command(self, argv: list[str], host: Host) -> list[str] | None:
+        """`argv` as it runs in this runtime's environment on a batch node (None: cannot be run there alone)."""
+        ...
 
-RUNTIMES: Registry[type] = Registry("runtime")
+
+_MEMBERS = ("name", "needs_image", "batch_only", "batch_launchers", "plan", "job", "prepare", "cleanup_stale", "run",
+            "node_command")
+
+
+def _check(cls: type) -> None:
+    """A runtime is registered with every member of the Runtime protocol (a misspelt one is refused here)."""
+    missing = [m for m in _MEMBERS if not hasattr(cls, m)]
+    if missing:
+        raise TypeError(f"runtime {getattr(cls, '__name__', cls)!r} lacks {', '.join(missing)} (see Runtime)")
+
+
+RUNTIMES: Registry[type] = Registry("runtime", on_add=_check)
 
 
 def plan_point(point: Settings, placement: tuple[Placement, ...], runtime: str, ctx: PlanContext) -> LaunchPlan:

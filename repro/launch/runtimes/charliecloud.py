@@ -90,6 +90,7 @@ class CharliecloudRuntime:
     name: ClassVar[str] = "charliecloud"
     needs_image: ClassVar[bool] = True
     batch_only: ClassVar[bool] = True
+    batch_launchers: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, stack: Stack, image: ImageLock | None) -> None:
         if image is None:

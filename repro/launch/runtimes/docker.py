@@ -63,6 +63,8 @@ class DockerRuntime:
 
     name: ClassVar[str] = "docker"
     needs_image: ClassVar[bool] = True
+    batch_only: ClassVar[bool] = False
+    batch_launchers: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, stack: Stack, image: ImageLock | None) -> None:
         if image is None:

@@ -119,6 +119,8 @@ class HostRuntime:
 
     name: ClassVar[str] = "host"
     needs_image: ClassVar[bool] = False
+    batch_only: ClassVar[bool] = False
+    batch_launchers: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, stack: Stack, image: ImageLock | None = None) -> None:
         self.stack = stack

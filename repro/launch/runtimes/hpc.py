@@ -29,6 +29,7 @@ class _ImageFile:
     name: ClassVar[str]
     needs_image: ClassVar[bool] = True
     batch_only: ClassVar[bool] = True
+    batch_launchers: ClassVar[tuple[str, ...] | None] = None  # the launchers it works with in a job (None: any)
     images_var: ClassVar[str]  # inventory variable: the directory of the image files
     suffix: ClassVar[str]
     binary: ClassVar[str]  # the program that runs the image on a node: looked for before anything is submitted
@@ -113,7 +114,7 @@ class PyxisRuntime(_ImageFile):
         options = [f"--container-image={image}"]
         if first.dataset_dir:
             options.append(f"--container-mounts={first.dataset_dir}:{CONTAINER_DATA}:ro")
-        return JobStep(command, env, srun_options=tuple(options),
+        return JobStep(command, env, launcher_options=tuple(options),
                        notes=(f"image: made once with `{cls.make_hint(str(ctx.image), image)}`",
                               "pyxis binds the PMIx server's directories and the GPUs into the container itself"))
 

@@ -20,8 +20,9 @@ from typing import Any
 from repro.errors import LaunchError
 from repro.hosts.inventory import Host
 from repro.launch.placement import Placement
-from repro.launch.runtimes import Outcome
+from repro.launch.runtimes import JobInterrupted, Outcome
 from repro.launch.schedulers.kube_site import KubeSite, kubectl
+from repro.results.record import BatchJob
 
 POLL_S = 2.0
 COMMAND_S = 60.0  # one kubectl command
@@ -65,13 +66,15 @@ class Watch:
     pods: dict[str, dict[str, str]] = field(default_factory=dict)
     lost: str | None = None  # "pod P on node N: reason"
 
-    def record(self, plan: Any, version: str | None, failure: str | None) -> dict[str, Any]:
-        """The job's part of the record (generic `batch` field): what ran where, never kubectl's context."""
-        return {"scheduler": "kubernetes", "kind": plan.resource, "name": plan.job_name,
-                "namespace": plan.site.namespace if plan.site else None, "cluster_version": version,
-                "state": self.state or ("failed" if failure else None), "reason": self.reason or failure,
-                "pods": self.pods, "nodes": sorted({p["node"] for p in self.pods.values() if p.get("node")}),
-                "lost": self.lost, "manifest": plan.manifest}
+    def record(self, plan: Any, version: str | None, failure: str | None) -> BatchJob:
+        """The job's record (RunRecord.batch): what ran where, never kubectl's context; the manifest as its script."""
+        detail = {"kind": plan.resource, "name": plan.job_name,
+                  "namespace": plan.site.namespace if plan.site else None, "cluster_version": version,
+                  "state": self.state or ("failed" if failure else None), "reason": self.reason or failure,
+                  "pods": self.pods, "nodes": sorted({p["node"] for p in self.pods.values() if p.get("node")}),
+                  "lost": self.lost}
+        return BatchJob(scheduler="kubernetes", id=plan.job_name, nodes=detail["nodes"], state=detail["state"],
+                        script=plan.manifest, detail=detail)
 
 
 def job_state(job: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -139,12 +142,8 @@ def _placement(plan: Any, watch: Watch) -> tuple[Placement, ...] | None:
     return tuple(Placement(Host(name=node, address=address, slots=ranks), ranks) for node, address in nodes.items())
 
 
-class Cancelled(KeyboardInterrupt):
-    """Ctrl-C during a job: the job was deleted; its record part rides along (as Slurm's job does)."""
-
-    def __init__(self, batch: dict[str, Any]) -> None:
-        super().__init__()
-        self.batch = batch
+class Cancelled(JobInterrupted):
+    """Ctrl-C during a job: the job was deleted; its record (`job`) rides along (as Slurm's job does)."""
 
 
 def run_job(plan: Any, timeout: float, version: str | None,
@@ -158,7 +157,7 @@ def run_job(plan: Any, timeout: float, version: str | None,
         why = (applied.stderr.strip().splitlines() or ["no message"])[-1]
         return Outcome("", applied.stderr, applied.returncode, time.monotonic() - start,
                        failure=f"kubectl apply refused the job: {why}",
-                       batch=Watch().record(plan, version, why))
+                       job=Watch().record(plan, version, why))
     say(f"{plan.resource.split('.')[0][:-1]} {plan.job_name} created in namespace {plan.site.namespace}")
     watch, failure = Watch(), None
     try:
@@ -181,9 +180,9 @@ def run_job(plan: Any, timeout: float, version: str | None,
     except KeyboardInterrupt:
         left = _delete(plan)
         say(f"deleted {plan.job_name}" + (f" (kubectl: {left})" if left else ""))
-        raise Cancelled(watch.record(plan, version, "interrupted")) from None
+        raise Cancelled(watch.record(plan, version, "interrupted"), "interrupted; the job was deleted") from None
     left = _delete(plan)
     if left:
         say(f"could not delete {plan.job_name}: {left}")
     return Outcome(stdout, stderr, 0 if watch.state == "ok" else 1, time.monotonic() - start, failure=failure,
-                   placement=_placement(plan, watch), batch=watch.record(plan, version, failure))
+                   placement=_placement(plan, watch), job=watch.record(plan, version, failure))

@@ -16,14 +16,9 @@ from typing import Any
 
 from repro.errors import InputError
 from repro.hosts.inventory import Host, Inventory
+from repro.launch.schedulers.kube_options import KINDS, OPTIONS
 
-# inventory variable -> the `repro bench` flag that overrides it
-FLAGS = {
-    "repro_k8s_namespace": "--namespace",
-    "repro_k8s_kind": "--k8s-kind",
-    "repro_k8s_crds": "--crds",
-}
-KINDS = ("trainjob", "mpijob")
+FLAGS = {o.variable: o.flag for o in OPTIONS}  # inventory variable -> the `repro bench` flag that overrides it
 DEFAULT_NAMESPACE = "default"
 DEFAULT_ENV_SECRET = "repro-env"
 

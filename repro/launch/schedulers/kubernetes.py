@@ -29,7 +29,8 @@ from repro.launch.launchers import LAUNCHERS, Allocation
 from repro.launch.placement import Placement
 from repro.launch.plan import CONTAINER_DATA, LaunchPlan, PlanContext, run_env
 from repro.launch.runtimes import Outcome, Runtime
-from repro.launch.schedulers import SCHEDULERS, kube_check, kube_render
+from repro.launch.schedulers import SCHEDULERS, Scheduler, kube_check, kube_render
+from repro.launch.schedulers.kube_options import OPTIONS
 from repro.launch.schedulers.kube_render import KubeJob
 from repro.launch.schedulers.kube_site import KubeSite, kubectl, site_from
 from repro.launch.workloads import WORKLOADS
@@ -72,11 +73,13 @@ class KubePlan(LaunchPlan):
 
 
 @SCHEDULERS.register("kubernetes", instance=True)
-class Kubernetes:
+class Kubernetes(Scheduler):
     """Points as Trainer v2 TrainJobs or MPIJobs, through kubectl (see the module docstring)."""
 
     name = "kubernetes"
     launcher = "mpirun"  # inside the launcher pod (torch points run torchrun, whatever is asked)
+    batch = True
+    options = OPTIONS
 
     def __init__(self, site: KubeSite | None = None, timeout: float = 1800.0) -> None:
         self.site = site
@@ -151,7 +154,7 @@ class Kubernetes:
                                             "--wait=false"),
                         site=job.site)
 
-    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, store: Any, inventory: Inventory,
+    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, keep_facts: Callable[[str, Any], Any],
                 launcher: str, progress: Callable[[str], None]) -> Any:
         """Before the first job: kubectl answers, and the cluster's version (the nodes are the cluster's to
         check: repro neither reaches them over SSH nor gathers their facts)."""

@@ -139,7 +139,7 @@ def render(point: Settings, step: JobStep, launch: list[str], *, runtime: str, l
 
 def launch_argv(launcher_argv: list[str], step: JobStep) -> list[str]:
     """The launcher's command line with the runtime's srun options (pyxis) right after `srun`."""
-    if not step.srun_options:
+    if not step.launcher_options:
         return launcher_argv
     at = launcher_argv.index("srun") + 1
-    return [*launcher_argv[:at], *step.srun_options, *launcher_argv[at:]]
+    return [*launcher_argv[:at], *step.launcher_options, *launcher_argv[at:]]

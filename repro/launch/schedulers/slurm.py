@@ -24,30 +24,26 @@ from repro.launch.launchers import LAUNCHERS, allocation
 from repro.launch.placement import Placement
 from repro.launch.plan import PlanContext
 from repro.launch.runtimes import RUNTIMES, Outcome, Runtime, RuntimeReport
-from repro.launch.schedulers import SCHEDULERS
+from repro.launch.schedulers import SCHEDULERS, Scheduler
 from repro.launch.schedulers import sbatch as render
 from repro.launch.schedulers.slurm_client import SlurmClient
 from repro.launch.schedulers.slurm_job import run_job
-from repro.launch.schedulers.slurm_nodes import (
-    SrunNode,
-    components,
-    gather_facts,
-    pmi_problem,
-    slurm_mpirun_problem,
-    via,
-)
+from repro.launch.schedulers.slurm_nodes import SrunNode, components, gather_facts, via
+from repro.launch.schedulers.slurm_options import OPTIONS
 from repro.launch.schedulers.slurm_site import SlurmSite, minutes, site_from
+from repro.results.provenance import HostFacts
 from repro.results.record import Settings
 from repro.results.redact import is_secret_name
-from repro.results.store import Store
 
 
 @SCHEDULERS.register("slurm", instance=True)
-class Slurm:
+class Slurm(Scheduler):
     """Points as Slurm batch jobs (see the module docstring)."""
 
     name = "slurm"
     launcher = "srun"  # the default launcher under Slurm: what sites use
+    batch = True
+    options = OPTIONS
 
     def __init__(self, site: SlurmSite | None = None, nodes: tuple[Host, ...] = (), timeout: float = 1800.0) -> None:
         self.site = site
@@ -67,17 +63,16 @@ class Slurm:
                              "needs a host list fixed before the job starts, and Slurm chooses the nodes",
                              hint="use --backends mpi (srun --mpi=pmix or mpirun wire the ranks up)")
         cls = RUNTIMES.get(runtime)
-        if not hasattr(cls, "job"):
-            raise InputError(f"the {runtime} runtime cannot run inside a batch job (it has no job form)")
-        if not hasattr(LAUNCHERS.get(launcher), "batch_argv"):
+        starter = LAUNCHERS.get(launcher)
+        if not starter.in_batch:
             raise InputError(f"the {launcher} launcher cannot start ranks inside a Slurm allocation",
                              hint="use --launcher srun or mpirun")
-        allowed = getattr(cls, "batch_launchers", None)
+        allowed = cls.batch_launchers
         if allowed is not None and launcher not in allowed:
             raise InputError(f"the {runtime} runtime runs its ranks with {' or '.join(allowed)} inside a Slurm job, "
                              f"not {launcher}", hint=f"use --launcher {allowed[0]}")
-        if launcher == "srun" and self.site is not None:
-            problem = pmi_problem(self.site.pmi, [], None)
+        if self.site is not None:
+            problem = starter.mpi_problem(self.site.pmi, [], None)
             if problem:
                 raise InputError(problem, hint="use --slurm-mpi pmix")
 
@@ -89,8 +84,8 @@ class Slurm:
         step = RUNTIMES.get(runtime).job(point, placement, ctx, self.nodes)
         shape = allocation(placement, self.site.pmi)
         first = placement[0].host
-        batch = getattr(LAUNCHERS.get(ctx.launcher), "batch_argv")  # noqa: B009 - checked in check()
-        launch = render.launch_argv(batch(shape, step.command, list(step.env), interface=first.interface), step)
+        batch = LAUNCHERS.get(ctx.launcher).batch_argv(shape, step.command, list(step.env), interface=first.interface)
+        launch = render.launch_argv(batch, step)
         job_name = f"repro-{ctx.run_id}"
         script = render.render(point, step, launch, runtime=runtime, launcher=ctx.launcher, site=self.site,
                                allocation=shape, job_name=job_name,
@@ -103,7 +98,7 @@ class Slurm:
                                 script_path=path, submit_argv=submit, submit_env=secrets, job_name=job_name,
                                 site=self.site, allocation=shape)
 
-    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, store: Store, inventory: Inventory,
+    def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, keep_facts: Callable[[str, HostFacts], Any],
                 launcher: str, progress: Callable[[str], None]) -> RuntimeReport:
         """Before the first job: the submit host answers, Slurm's version and MPI plugins, the runtime's checks and
         the MPI's wire-up through srun on the nodes, and every node's facts into the store (as `repro prepare`)."""
@@ -128,11 +123,11 @@ class Slurm:
         self._check_mpi(runtime, hosts[0], launcher)
         facts, missing = gather_facts(site, hosts)
         for name, found in facts.items():
-            store.put_facts(inventory, name, found)
+            keep_facts(name, found)
         if missing:
             progress("no host facts from " + "; ".join(f"{k}: {v}" for k, v in missing.items()))
-        progress(f"Slurm {self.version} on {site.submit_name}, launcher {launcher}"
-                 + (f" (srun --mpi={site.pmi})" if launcher == "srun" else "")
+        note = LAUNCHERS.get(launcher).batch_note(site.pmi)
+        progress(f"Slurm {self.version} on {site.submit_name}, launcher {launcher}" + (f" ({note})" if note else "")
                  + f"; host facts of {', '.join(facts) or 'no node'} gathered through srun")
         return report
 
@@ -140,21 +135,19 @@ class Slurm:
         """Refuse, before submitting, a launcher that cannot wire this MPI up (probed on a node with ompi_info)."""
         site = self.site
         assert site is not None
-        if launcher == "srun":
-            wrap = getattr(runtime, "node_command", None)
-            argv = wrap(["ompi_info", "--parsable"], host) if wrap else ["ompi_info", "--parsable"]
-            found = None
-            if argv is not None:
-                with SrunNode(site, host) as node:
-                    res = node.run(argv)
-                found = components(res.stdout, "pmix") if res.ok else None
-            problem = pmi_problem(site.pmi, self.plugins, found)
-        elif launcher == "mpirun":
+        starter = LAUNCHERS.get(launcher)
+        need = starter.mpi_need
+        if need is None:
+            return
+        argv: list[str] | None = ["ompi_info", "--parsable"]
+        if need.in_runtime:
+            argv = runtime.node_command(argv, host)
+        found = None
+        if argv is not None:
             with SrunNode(site, host) as node:
-                res = node.run(["ompi_info", "--parsable"])
-            problem = slurm_mpirun_problem(components(res.stdout, "plm") if res.ok else None)
-        else:
-            problem = None
+                res = node.run(argv)
+            found = components(res.stdout, need.framework) if res.ok else None
+        problem = starter.mpi_problem(site.pmi, self.plugins, found)
         if problem:
             raise LaunchError(f"refusing to submit: {problem}")
 

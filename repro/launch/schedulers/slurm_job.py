@@ -12,11 +12,12 @@ from repro.errors import HostError, LaunchError
 from repro.hosts.inventory import Host
 from repro.launch import diagnose
 from repro.launch.placement import Placement
-from repro.launch.runtimes import Outcome
+from repro.launch.runtimes import JobInterrupted, Outcome
 from repro.launch.runtimes.watch import PROGRESS_PREFIX
 from repro.launch.schedulers.sbatch import BatchPlan
 from repro.launch.schedulers.slurm_client import END_STATES, SlurmClient
 from repro.results.provenance import SlurmJob
+from repro.results.record import BatchJob
 from repro.results.redact import redact_argv, redact_text
 
 POLL_S = 2.0
@@ -26,14 +27,6 @@ _NODE_FAILURE = re.compile(r"srun: error: Node failure on (\S+)")
 _TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([0-9,-]+): Exited with exit code (\d+)")
 _TASK_KILLED = re.compile(r"srun: error: (\S+): tasks? ([0-9,-]+): (Killed|Terminated|Segmentation fault.*)")
 _NO_PMI = re.compile(r"OMPI was not built with SLURM's PMI support")
-
-
-class JobInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) while a job ran: the job was cancelled and is gone; `job` is its record."""
-
-    def __init__(self, job: SlurmJob | None) -> None:
-        super().__init__("interrupted; the Slurm job was cancelled")
-        self.job = job
 
 
 def seconds(limit: str | None) -> float | None:
@@ -56,10 +49,10 @@ def _clean(value: str | None) -> str | None:
 
 
 def job_record(job_id: str, fields: dict[str, str] | None, plan: BatchPlan, *, nodes: list[str],
-               version: str | None, plugins: list[str], failed_nodes: list[str]) -> SlurmJob:
-    """The SlurmJob of a record from Slurm's fields of the job (pure)."""
+               version: str | None, plugins: list[str], failed_nodes: list[str]) -> BatchJob:
+    """The record's batch job from Slurm's fields of the job (pure): its SlurmJob as the typed part."""
     f = fields or {}
-    return SlurmJob(
+    slurm = SlurmJob(
         job_id=job_id, job_name=_clean(f.get("JobName")) or plan.job_name, partition=_clean(f.get("Partition")),
         account=_clean(f.get("Account")), nodes=nodes, node_list=_clean(f.get("NodeList")),
         state=_clean(f.get("JobState")), reason=_clean(f.get("Reason")), exit_code=_clean(f.get("ExitCode")),
@@ -67,7 +60,9 @@ def job_record(job_id: str, fields: dict[str, str] | None, plan: BatchPlan, *, n
         start_time=_clean(f.get("StartTime")), end_time=_clean(f.get("EndTime")),
         submit_host=plan.site.submit_name if plan.site else None, submit_command=redact_argv(plan.submit_argv),
         slurm_version=version, mpi_plugins=plugins, pmi=plan.allocation.pmi if plan.launcher_name == "srun"
-        and plan.allocation else None, script=redact_text(plan.script), failed_nodes=failed_nodes)
+        and plan.allocation else None, failed_nodes=failed_nodes)
+    return BatchJob(scheduler="slurm", id=job_id, nodes=nodes, state=slurm.state, script=redact_text(plan.script),
+                    detail=slurm)
 
 
 def returncode(exit_code: str | None) -> int | None:
@@ -210,7 +205,7 @@ def run_job(plan: BatchPlan, hosts: dict[str, Host], version: str | None, plugin
     with SlurmClient(plan.site) as client:
         follow = Follow(client, plan, progress)
 
-        def record(fields: dict[str, str] | None, text: str = "") -> tuple[SlurmJob, list[str]]:
+        def record(fields: dict[str, str] | None, text: str = "") -> tuple[BatchJob, list[str]]:
             nodes = client.hostnames((fields or {}).get("NodeList", ""))
             dead = failed_nodes(client, nodes, text) if (fields or {}).get("JobState") == "NODE_FAIL" else []
             return job_record(follow.job_id, fields, plan, nodes=nodes, version=version, plugins=plugins,
@@ -222,7 +217,7 @@ def run_job(plan: BatchPlan, hosts: dict[str, Host], version: str | None, plugin
         except KeyboardInterrupt:
             if follow.job_id:
                 fields = follow.cancel()
-                raise JobInterrupted(record(fields)[0]) from None
+                raise JobInterrupted(record(fields)[0], "interrupted; the Slurm job was cancelled") from None
             raise
         except (LaunchError, HostError) as exc:
             if not follow.job_id:
@@ -235,6 +230,6 @@ def run_job(plan: BatchPlan, hosts: dict[str, Host], version: str | None, plugin
         stdout, stderr = client.read(f"{base}.out"), client.read(f"{base}.err")
         job, nodes = record(fields, f"{stderr}\n{stdout}")
         where = placed(plan.placement, nodes, hosts)
-        why = failure(fields, job.failed_nodes, stdout, stderr, where, plan.launcher_name)
-        return Outcome(stdout, stderr, returncode(job.exit_code), time.monotonic() - started, why, job=job,
+        why = failure(fields, job.detail.failed_nodes, stdout, stderr, where, plan.launcher_name)
+        return Outcome(stdout, stderr, returncode(job.detail.exit_code), time.monotonic() - started, why, job=job,
                        placement=where)

@@ -14,6 +14,8 @@ from repro.errors import HostError
 from repro.hosts.facts import normalise
 from repro.hosts.inventory import Host
 from repro.hosts.remote import Result
+from repro.launch.launchers.mpirun import slurm_mpirun_problem  # noqa: F401 - the launcher's own check
+from repro.launch.launchers.srun import pmi_problem  # noqa: F401 - the launcher's own check
 from repro.launch.schedulers.slurm_client import SlurmClient
 from repro.launch.schedulers.slurm_site import SlurmSite, minutes
 from repro.resources import data_dir
@@ -110,32 +112,3 @@ def components(ompi_info: str, framework: str) -> set[str] | None:
     """The components of one MCA framework in `ompi_info --parsable` output (None: no Open MPI answered)."""
     found = {m.group(1) for m in re.finditer(rf"^mca:{framework}:([A-Za-z0-9_]+):", ompi_info, re.M)}
     return found if "ompi:version" in ompi_info or found else None
-
-
-def pmi_problem(pmi: str, plugins: list[str], pmix_components: set[str] | None) -> str | None:
-    """Why `srun --mpi=PMI` cannot wire this MPI up, or None (pure). `pmix_components`: the MPI's Open MPI pmix
-    framework (None: not Open MPI, or unknown: nothing is refused on a guess)."""
-    if pmi == "none":
-        return ("srun --mpi=none starts every rank without PMI: an MPI rank would run alone (Open MPI aborts in "
-                "MPI_Init: 'OMPI was not built with SLURM's PMI support')")
-    if plugins and pmi not in plugins:
-        return f"this Slurm's srun has no --mpi={pmi} plugin (srun --mpi=list: {', '.join(plugins)})"
-    if pmix_components is None:
-        return None
-    listed = ", ".join(sorted(pmix_components)) or "none"
-    if pmi == "pmi2" and "s2" not in pmix_components:
-        return (f"the MPI was built without PMI-2 (Open MPI's pmix components: {listed}; PMI-2 needs s2, from "
-                "--with-pmi; Debian's Open MPI has PMIx only): use --slurm-mpi pmix")
-    if pmi == "pmi1" and "s1" not in pmix_components:
-        return f"the MPI was built without PMI-1 (Open MPI's pmix components: {listed})"
-    if pmi.startswith("pmix") and not any(re.fullmatch(r"(ext|pmix)\d+x", c) for c in pmix_components):
-        return f"the MPI has no PMIx client (Open MPI's pmix components: {listed}): use --slurm-mpi pmi2"
-    return None
-
-
-def slurm_mpirun_problem(plm_components: set[str] | None) -> str | None:
-    """Why `mpirun` cannot start its daemons inside the allocation, or None (pure)."""
-    if plm_components is not None and "slurm" not in plm_components:
-        return ("mpirun inside a Slurm allocation needs Open MPI built with Slurm support (its plm framework has: "
-                f"{', '.join(sorted(plm_components)) or 'nothing'}; no slurm): use --launcher srun")
-    return None

@@ -17,15 +17,9 @@ from repro import inputs
 from repro.errors import InputError
 from repro.hosts.inventory import Host
 from repro.hosts.inventory_files import InventoryFiles
+from repro.launch.schedulers.slurm_options import OPTIONS
 
-# inventory variable -> the `repro bench` flag that overrides it
-FLAGS = {
-    "repro_slurm_partition": "--partition",
-    "repro_slurm_account": "--account",
-    "repro_slurm_time": "--time-limit",
-    "repro_slurm_extra": "--sbatch",
-    "repro_slurm_mpi": "--slurm-mpi",
-}
+FLAGS = {o.variable: o.flag for o in OPTIONS}  # inventory variable -> the `repro bench` flag that overrides it
 LOCAL = "local"  # repro_slurm_submit_host: run the Slurm commands on this machine (a login node)
 DEFAULT_WORKDIR = "repro-slurm"
 
