@@ -369,3 +369,48 @@ def test_the_emulated_operator_gives_the_pods_trainers_mpi_contract():
     assert "mpirun" in launcher.command and launcher.labels[kube_render.RUN_LABEL] == "feedbeef"
     assert hostfile(pods, 2) == ("repro-feedbeef-node-0-0.repro-feedbeef slots=2\n"
                                  "repro-feedbeef-node-1-0.repro-feedbeef slots=2\n")
+
+
+def test_the_emulated_operator_gives_the_pods_trainers_torch_contract():
+    """For a torch TrainJob the emulator makes what Trainer's torch plugin does: numNodes node pods, each running
+    the trainer's torchrun with PET_NNODES, PET_NPROC_PER_NODE, its own PET_NODE_RANK, and the first node pod's
+    service name and port as the master; no SSH key, no hostfile."""
+    from tests.cluster.kube_emulator import pods_of
+
+    found = objects(kube_plan(stack="cpu-torch213.yaml", workload="torch_allreduce", run_id="feedbeef"))
+    pods = pods_of(found["TrainJob"], found["ClusterTrainingRuntime"])
+    assert [(p.name, p.job) for p in pods] == [("repro-feedbeef-node-0-0", "node"), ("repro-feedbeef-node-1-0", "node")]
+    for rank, pod in enumerate(pods):
+        assert {k: v for k, v in pod.env.items() if k.startswith("PET_")} == {
+            "PET_NNODES": "2", "PET_NPROC_PER_NODE": "2", "PET_NODE_RANK": str(rank),
+            "PET_MASTER_ADDR": "repro-feedbeef-node-0-0.repro-feedbeef", "PET_MASTER_PORT": "29500"}
+        assert pod.command[0] == "torchrun" and pod.mounts == {"/dev/shm": "shm"} and pod.ready_port is None
+        assert pod.labels[kube_render.RUN_LABEL] == "feedbeef"
+    assert pods[0].endpoint == pods[0].env["PET_MASTER_ADDR"]  # the master is the first node pod's name
+
+
+def test_the_emulated_operator_gives_the_pods_the_mpi_operators_contract():
+    """For an MPIJob the emulator makes what the MPI Operator does: workers <job>-worker-<i> on the workers'
+    service, a launcher of the Job <job>-launcher with the hostfile and OpenMPI's variables as the operator sets
+    them, the SSH key mounted in both."""
+    from tests.cluster.kube_emulator import discover_hosts, hostfile, mpijob_pods
+
+    found = objects(kube_plan(flags={"repro_k8s_kind": "mpijob"}, run_id="feedbeef"))
+    pods = mpijob_pods(found["MPIJob"])
+    assert [(p.name, p.job) for p in pods][:2] == [("repro-feedbeef-worker-0", "worker"),
+                                                    ("repro-feedbeef-worker-1", "worker")]
+    launcher = pods[2]
+    assert launcher.job == "launcher" and launcher.name.startswith("repro-feedbeef-launcher-")
+    assert hostfile(pods, 2) == ("repro-feedbeef-worker-0.repro-feedbeef-worker.ml.svc slots=2\n"
+                                 "repro-feedbeef-worker-1.repro-feedbeef-worker.ml.svc slots=2\n")
+    assert discover_hosts(pods).splitlines()[1:] == [f"echo {p.endpoint}" for p in pods[:2]]
+    assert {k: v for k, v in launcher.env.items() if k.startswith(("OMPI_", "K_MPI", "NVIDIA_"))} == {
+        "OMPI_MCA_orte_keep_fqdn_hostnames": "true", "OMPI_MCA_orte_default_hostfile": kube_render.HOSTFILE,
+        "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_orte_set_default_slots": "2",
+        "K_MPI_JOB_ROLE": "launcher", "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
+    assert launcher.mounts == {"/dev/shm": "shm", kube_render.SSH_MOUNT: "ssh", "/etc/mpi": "hostfile"}
+    assert "mpirun" in launcher.command and launcher.labels[kube_render.RUN_LABEL] == "feedbeef"
+    worker = pods[0]
+    assert worker.env["K_MPI_JOB_ROLE"] == "worker" and "OMPI_MCA_orte_default_hostfile" not in worker.env
+    assert worker.mounts == {"/dev/shm": "shm", kube_render.SSH_MOUNT: "ssh"} and worker.ready_port == 2222
+    assert worker.labels["training.kubeflow.org/job-role"] == "worker"
