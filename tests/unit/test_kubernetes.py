@@ -334,13 +334,48 @@ def test_a_sites_crd_files_give_a_json_schema_and_their_create_time_cel_rules(tm
     assert json_schema({"x-kubernetes-int-or-string": True}) == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 
 
+# The upstream CRD files (fetched material: not part of repro) that the real-CRD test reads, all in one folder:
+# (repository, path in it, file name in the folder).
+UPSTREAM_CRDS = (
+    ("kubeflow/trainer", "manifests/base/crds/", "trainer.kubeflow.org_trainjobs.yaml"),
+    ("kubeflow/trainer", "manifests/base/crds/", "trainer.kubeflow.org_clustertrainingruntimes.yaml"),
+    ("kubeflow/trainer", "manifests/base/crds/", "trainer.kubeflow.org_trainingruntimes.yaml"),
+    ("kubeflow/mpi-operator", "manifests/base/", "kubeflow.org_mpijobs.yaml"),
+)
+
+
+def crd_skip_message(folder: Path) -> str | None:
+    """Why the real-CRD test cannot run: exactly which files to put where; None when every one is there."""
+    missing = [(repo, path, name) for repo, path, name in UPSTREAM_CRDS if not (folder / name).is_file()]
+    if not missing:
+        return None
+    lines = "; ".join(f"{repo} {path}{name} -> {folder / name}" for repo, path, name in missing)
+    return (f"upstream CRD files missing (fetched material, kept out of repro): {lines}. The MPIJob CRD must be "
+            "the MPI Operator's (kubeflow.org/v2beta1), not kubeflow/trainer's manifests/base/crds/"
+            "kubeflow.org_mpijobs.yaml (the old training operator's v1). Put them in shared/reference/crds/ beside "
+            "the checkout, or set REPRO_K8S_CRDS to a folder holding them.")
+
+
+def test_the_crd_skip_message_names_every_missing_file_and_where_it_goes(tmp_path):
+    (tmp_path / "trainer.kubeflow.org_trainjobs.yaml").write_text("{}")
+    found = crd_skip_message(tmp_path)
+    assert "trainjobs" not in found.split(". The")[0]  # a file that is there is not asked for
+    assert f"kubeflow/mpi-operator manifests/base/kubeflow.org_mpijobs.yaml -> {tmp_path}/kubeflow.org_mpijobs.yaml" \
+        in found
+    assert f"manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml -> {tmp_path}/" in found
+    assert "shared/reference/crds/" in found and "REPRO_K8S_CRDS" in found
+    for _, _, name in UPSTREAM_CRDS:
+        (tmp_path / name).write_text("{}")
+    assert crd_skip_message(tmp_path) is None
+
+
 def test_the_rendered_objects_pass_the_real_crds_of_trainer_and_the_mpi_operator():
     """Against the upstream CRD files where the machine has them (../shared/reference/crds/, or REPRO_K8S_CRDS):
-    they are not part of repro, so without them this test skips and says so."""
+    they are not part of repro, so without them this test skips, naming each file and where it goes."""
     folder = Path(os.environ.get("REPRO_K8S_CRDS") or ROOT.parent / "shared" / "reference" / "crds")
-    if not folder.is_dir():
-        pytest.skip(f"no upstream CRD files in {folder} (kubeflow/trainer manifests/base/crds/, kubeflow/mpi-operator "
-                    "manifests/base/kubeflow.org_mpijobs.yaml): set REPRO_K8S_CRDS to a folder holding them")
+    why = crd_skip_message(folder)
+    if why:
+        pytest.skip(why)
     for kind in ("trainjob", "mpijob"):
         plan = kube_plan(flags={"repro_k8s_kind": kind, "repro_k8s_crds": str(folder)})
         assert load_crds(folder).problems(plan.objects[-1]) == []
