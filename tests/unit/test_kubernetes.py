@@ -261,6 +261,58 @@ def test_a_bad_site_value_names_the_variable_where_the_inventory_writes_it(tmp_p
         Kubernetes().configure(cluster(), {"repro_k8s_namespace": "-x"}, 60)
 
 
+SITE_TOML = """[site]
+store = "results"
+
+[kubernetes]
+namespace = "benchmarks"
+service_account = "trainer"
+image_pull_secret = "site-registry"
+runtime = "torch-distributed"
+"""
+
+
+def bare_cluster(**extra) -> Inventory:
+    hosts = tuple(Host(name=f"node{i}", address=f"10.0.0.{i}", slots=2, vars=dict(extra)) for i in (1, 2))
+    return Inventory("site.yml", hosts)
+
+
+def test_the_site_settings_are_the_schedulers_declared_options_read_from_repro_toml(tmp_path, monkeypatch):
+    """namespace, runtime, service account and image pull secret from repro.toml's [kubernetes] table; the
+    inventory's variable beats the file, the flag beats both; [kubernetes] passes the configuration check."""
+    from repro import resources
+    from repro.launch.schedulers.kube_site import OPTIONS
+
+    declared = {o.key: (o.variable, o.flag) for o in OPTIONS}
+    assert declared["namespace"] == ("repro_k8s_namespace", "--namespace")
+    assert {"runtime", "service_account", "image_pull_secret"} <= set(declared)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home"))
+    (tmp_path / "repro.toml").write_text(SITE_TOML)
+    resources.check_config()  # the [kubernetes] table is the scheduler's, not an unknown setting
+    site = Kubernetes().configure(bare_cluster(), {}, 60).site
+    assert (site.namespace, site.service_account, site.image_pull_secret, site.runtime) == (
+        "benchmarks", "trainer", "site-registry", "torch-distributed")
+    site = Kubernetes().configure(bare_cluster(repro_k8s_namespace="team-b"), {}, 60).site
+    assert site.namespace == "team-b" and site.service_account == "trainer"
+    site = Kubernetes().configure(bare_cluster(repro_k8s_namespace="team-b"), {"repro_k8s_namespace": "c"}, 60).site
+    assert site.namespace == "c"
+
+
+@pytest.mark.parametrize("line,says", [
+    ('namespace = "Team_A"', "repro.toml:5: [kubernetes] namespace: expected a namespace name"),
+    ('service_account = "Bad Account"', "repro.toml:5: [kubernetes] service_account: expected a service account"),
+    ('namespce = "x"', "repro.toml:5: unknown key 'namespce' in [kubernetes]"),
+])
+def test_a_bad_kubernetes_setting_in_repro_toml_is_refused_naming_file_and_line(tmp_path, monkeypatch, line, says):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home"))
+    (tmp_path / "repro.toml").write_text(f'[site]\nstore = "results"\n\n[kubernetes]\n{line}\n')
+    with pytest.raises(InputError) as err:
+        Kubernetes().configure(bare_cluster(), {}, 60)
+    assert says in err.value.render(), err.value.render()
+
+
 @pytest.mark.parametrize("var,value,says", [
     ("repro_k8s_kind", "pytorchjob", "trainjob or mpijob"),
     ("repro_k8s_tolerations", [{"key": "a", "operator": "Maybe"}], "operator: expected Exists or Equal"),
