@@ -38,6 +38,8 @@ CONFIG_KEYS = {"docker": "docker_templates", "playbooks": "playbooks", "stacks":
 # every [site] key and the environment variable that overrides it (the README lists the same)
 SITE_KEYS = {"store": "REPRO_STORE", "playbooks": "REPRO_PLAYBOOKS", "stacks": "REPRO_STACKS",
              "inventories": "REPRO_INVENTORIES", "docker_templates": "REPRO_DOCKER_TEMPLATES"}
+# tables a scheduler reads itself (its own options, checked there): [kubernetes] in launch/schedulers/kube_site.py
+SCHEDULER_TABLES = ("kubernetes",)
 _CHECKOUT = Path(__file__).resolve().parent.parent
 
 
@@ -75,7 +77,7 @@ def _check(path: Path, text: str, data: dict[str, Any]) -> dict[str, str]:
     """The [site] table, every key known and every value text; InputError naming file and line otherwise."""
     known = ", ".join(SITE_KEYS)
     for key in data:
-        if key != "site":
+        if key != "site" and key not in SCHEDULER_TABLES:
             where = f"{path}:{_line_of(text, key, None)}"
             raise InputError(f"{where}: unknown setting '{key}' in the repro configuration; it takes one table, "
                              f"[site], with {known}")

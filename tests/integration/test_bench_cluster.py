@@ -360,3 +360,26 @@ def test_a_trainjob_runs_through_the_operators_mpi_contract_and_compares_like_an
     compared = repro("compare", str(direct), str(kube))
     rows = [line.split() for line in compared.stdout.splitlines() if line.split()[:2] == ["2", "hvd"]]
     assert len(rows) == 2, compared.stdout  # both sizes aligned, direct (OLD) against kubernetes (NEW)
+
+
+def test_an_mpijob_runs_through_the_mpi_operators_contract(store, cluster, emulated_kubectl, tmp_path):
+    """The MPI Operator's side (workers, then the launcher once they are Ready, the hostfile at /etc/mpi with
+    slots, the SSH key Secret, OMPI_MCA_* as the operator sets them), with the probe: the framework is not the
+    subject here."""
+    kube = _store_with_locks(store, tmp_path / "mpijob-results")
+    repro("bench", "--stack", STACK, "--hosts", str(cluster.inventory), "--scheduler", "kubernetes",
+          "--k8s-kind", "mpijob", "--workload", "probe", "--steps", "3", "--warmup-steps", "1", "--repeats", "1",
+          "--workers", "2", "--store", str(kube))
+    (rec,) = Store(kube).records()
+    assert rec.status == "ok", rec.failure
+    assert rec.batch.detail["kind"] == "mpijobs.kubeflow.org" and rec.batch.state == "ok"
+    assert "kind: MPIJob" in rec.batch.script
+    pods = sorted(rec.batch.detail["pods"])
+    assert [p for p in pods if "-worker-" in p] == [f"{rec.batch.id}-worker-0", f"{rec.batch.id}-worker-1"]
+    assert [h.name for h in rec.hosts] == ["h1", "h2"] and rec.batch.nodes == ["h1", "h2"]
+    assert sorted(r.host for r in rec.ranks) == ["h1", "h2"]  # both ranks' lines parsed (the probe merges them)
+    assert all(len(r.step_times) == 3 for r in rec.ranks)
+    for host in cluster.hosts:
+        assert subprocess.run(["docker", "-H", host.docker_host, "ps", "-aq", "--filter", "label=repro.kube.pod"],
+                              capture_output=True, text=True, timeout=60, check=True).stdout.split() == []
+    assert not [p for p in emulated_kubectl.iterdir() if p.is_dir()]

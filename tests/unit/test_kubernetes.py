@@ -261,6 +261,58 @@ def test_a_bad_site_value_names_the_variable_where_the_inventory_writes_it(tmp_p
         Kubernetes().configure(cluster(), {"repro_k8s_namespace": "-x"}, 60)
 
 
+SITE_TOML = """[site]
+store = "results"
+
+[kubernetes]
+namespace = "benchmarks"
+service_account = "trainer"
+image_pull_secret = "site-registry"
+runtime = "torch-distributed"
+"""
+
+
+def bare_cluster(**extra) -> Inventory:
+    hosts = tuple(Host(name=f"node{i}", address=f"10.0.0.{i}", slots=2, vars=dict(extra)) for i in (1, 2))
+    return Inventory("site.yml", hosts)
+
+
+def test_the_site_settings_are_the_schedulers_declared_options_read_from_repro_toml(tmp_path, monkeypatch):
+    """namespace, runtime, service account and image pull secret from repro.toml's [kubernetes] table; the
+    inventory's variable beats the file, the flag beats both; [kubernetes] passes the configuration check."""
+    from repro import resources
+    from repro.launch.schedulers.kube_site import OPTIONS
+
+    declared = {o.key: (o.variable, o.flag) for o in OPTIONS}
+    assert declared["namespace"] == ("repro_k8s_namespace", "--namespace")
+    assert {"runtime", "service_account", "image_pull_secret"} <= set(declared)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home"))
+    (tmp_path / "repro.toml").write_text(SITE_TOML)
+    resources.check_config()  # the [kubernetes] table is the scheduler's, not an unknown setting
+    site = Kubernetes().configure(bare_cluster(), {}, 60).site
+    assert (site.namespace, site.service_account, site.image_pull_secret, site.runtime) == (
+        "benchmarks", "trainer", "site-registry", "torch-distributed")
+    site = Kubernetes().configure(bare_cluster(repro_k8s_namespace="team-b"), {}, 60).site
+    assert site.namespace == "team-b" and site.service_account == "trainer"
+    site = Kubernetes().configure(bare_cluster(repro_k8s_namespace="team-b"), {"repro_k8s_namespace": "c"}, 60).site
+    assert site.namespace == "c"
+
+
+@pytest.mark.parametrize("line,says", [
+    ('namespace = "Team_A"', "repro.toml:5: [kubernetes] namespace: expected a namespace name"),
+    ('service_account = "Bad Account"', "repro.toml:5: [kubernetes] service_account: expected a service account"),
+    ('namespce = "x"', "repro.toml:5: unknown key 'namespce' in [kubernetes]"),
+])
+def test_a_bad_kubernetes_setting_in_repro_toml_is_refused_naming_file_and_line(tmp_path, monkeypatch, line, says):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home"))
+    (tmp_path / "repro.toml").write_text(f'[site]\nstore = "results"\n\n[kubernetes]\n{line}\n')
+    with pytest.raises(InputError) as err:
+        Kubernetes().configure(bare_cluster(), {}, 60)
+    assert says in err.value.render(), err.value.render()
+
+
 @pytest.mark.parametrize("var,value,says", [
     ("repro_k8s_kind", "pytorchjob", "trainjob or mpijob"),
     ("repro_k8s_tolerations", [{"key": "a", "operator": "Maybe"}], "operator: expected Exists or Equal"),
@@ -334,13 +386,48 @@ def test_a_sites_crd_files_give_a_json_schema_and_their_create_time_cel_rules(tm
     assert json_schema({"x-kubernetes-int-or-string": True}) == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 
 
+# The upstream CRD files (fetched material: not part of repro) that the real-CRD test reads, all in one folder:
+# (repository, path in it, file name in the folder).
+UPSTREAM_CRDS = (
+    ("kubeflow/trainer", "manifests/base/crds/", "trainer.kubeflow.org_trainjobs.yaml"),
+    ("kubeflow/trainer", "manifests/base/crds/", "trainer.kubeflow.org_clustertrainingruntimes.yaml"),
+    ("kubeflow/trainer", "manifests/base/crds/", "trainer.kubeflow.org_trainingruntimes.yaml"),
+    ("kubeflow/mpi-operator", "manifests/base/", "kubeflow.org_mpijobs.yaml"),
+)
+
+
+def crd_skip_message(folder: Path) -> str | None:
+    """Why the real-CRD test cannot run: exactly which files to put where; None when every one is there."""
+    missing = [(repo, path, name) for repo, path, name in UPSTREAM_CRDS if not (folder / name).is_file()]
+    if not missing:
+        return None
+    lines = "; ".join(f"{repo} {path}{name} -> {folder / name}" for repo, path, name in missing)
+    return (f"upstream CRD files missing (fetched material, kept out of repro): {lines}. The MPIJob CRD must be "
+            "the MPI Operator's (kubeflow.org/v2beta1), not kubeflow/trainer's manifests/base/crds/"
+            "kubeflow.org_mpijobs.yaml (the old training operator's v1). Put them in shared/reference/crds/ beside "
+            "the checkout, or set REPRO_K8S_CRDS to a folder holding them.")
+
+
+def test_the_crd_skip_message_names_every_missing_file_and_where_it_goes(tmp_path):
+    (tmp_path / "trainer.kubeflow.org_trainjobs.yaml").write_text("{}")
+    found = crd_skip_message(tmp_path)
+    assert "trainjobs" not in found.split(". The")[0]  # a file that is there is not asked for
+    assert f"kubeflow/mpi-operator manifests/base/kubeflow.org_mpijobs.yaml -> {tmp_path}/kubeflow.org_mpijobs.yaml" \
+        in found
+    assert f"manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml -> {tmp_path}/" in found
+    assert "shared/reference/crds/" in found and "REPRO_K8S_CRDS" in found
+    for _, _, name in UPSTREAM_CRDS:
+        (tmp_path / name).write_text("{}")
+    assert crd_skip_message(tmp_path) is None
+
+
 def test_the_rendered_objects_pass_the_real_crds_of_trainer_and_the_mpi_operator():
     """Against the upstream CRD files where the machine has them (../shared/reference/crds/, or REPRO_K8S_CRDS):
-    they are not part of repro, so without them this test skips and says so."""
+    they are not part of repro, so without them this test skips, naming each file and where it goes."""
     folder = Path(os.environ.get("REPRO_K8S_CRDS") or ROOT.parent / "shared" / "reference" / "crds")
-    if not folder.is_dir():
-        pytest.skip(f"no upstream CRD files in {folder} (kubeflow/trainer manifests/base/crds/, kubeflow/mpi-operator "
-                    "manifests/base/kubeflow.org_mpijobs.yaml): set REPRO_K8S_CRDS to a folder holding them")
+    why = crd_skip_message(folder)
+    if why:
+        pytest.skip(why)
     for kind in ("trainjob", "mpijob"):
         plan = kube_plan(flags={"repro_k8s_kind": kind, "repro_k8s_crds": str(folder)})
         assert load_crds(folder).problems(plan.objects[-1]) == []
@@ -369,3 +456,58 @@ def test_the_emulated_operator_gives_the_pods_trainers_mpi_contract():
     assert "mpirun" in launcher.command and launcher.labels[kube_render.RUN_LABEL] == "feedbeef"
     assert hostfile(pods, 2) == ("repro-feedbeef-node-0-0.repro-feedbeef slots=2\n"
                                  "repro-feedbeef-node-1-0.repro-feedbeef slots=2\n")
+
+
+def test_the_emulated_operator_gives_the_pods_trainers_torch_contract():
+    """For a torch TrainJob the emulator makes what Trainer's torch plugin does: numNodes node pods, each running
+    the trainer's torchrun with PET_NNODES, PET_NPROC_PER_NODE, its own PET_NODE_RANK, and the first node pod's
+    service name and port as the master; no SSH key, no hostfile."""
+    from tests.cluster.kube_emulator import pods_of
+
+    found = objects(kube_plan(stack="cpu-torch213.yaml", workload="torch_allreduce", run_id="feedbeef"))
+    pods = pods_of(found["TrainJob"], found["ClusterTrainingRuntime"])
+    assert [(p.name, p.job) for p in pods] == [("repro-feedbeef-node-0-0", "node"), ("repro-feedbeef-node-1-0", "node")]
+    for rank, pod in enumerate(pods):
+        assert {k: v for k, v in pod.env.items() if k.startswith("PET_")} == {
+            "PET_NNODES": "2", "PET_NPROC_PER_NODE": "2", "PET_NODE_RANK": str(rank),
+            "PET_MASTER_ADDR": "repro-feedbeef-node-0-0.repro-feedbeef", "PET_MASTER_PORT": "29500"}
+        assert pod.command[0] == "torchrun" and pod.mounts == {"/dev/shm": "shm"} and pod.ready_port is None
+        assert pod.labels[kube_render.RUN_LABEL] == "feedbeef"
+    assert pods[0].endpoint == pods[0].env["PET_MASTER_ADDR"]  # the master is the first node pod's name
+
+
+def test_the_emulated_operator_gives_the_pods_the_mpi_operators_contract():
+    """For an MPIJob the emulator makes what the MPI Operator does: workers <job>-worker-<i> on the workers'
+    service, a launcher of the Job <job>-launcher with the hostfile and OpenMPI's variables as the operator sets
+    them, the SSH key mounted in both."""
+    from tests.cluster.kube_emulator import discover_hosts, hostfile, mpijob_pods
+
+    found = objects(kube_plan(flags={"repro_k8s_kind": "mpijob"}, run_id="feedbeef"))
+    pods = mpijob_pods(found["MPIJob"])
+    assert [(p.name, p.job) for p in pods][:2] == [("repro-feedbeef-worker-0", "worker"),
+                                                    ("repro-feedbeef-worker-1", "worker")]
+    launcher = pods[2]
+    assert launcher.job == "launcher" and launcher.name.startswith("repro-feedbeef-launcher-")
+    assert hostfile(pods, 2) == ("repro-feedbeef-worker-0.repro-feedbeef-worker.ml.svc slots=2\n"
+                                 "repro-feedbeef-worker-1.repro-feedbeef-worker.ml.svc slots=2\n")
+    assert discover_hosts(pods).splitlines()[1:] == [f"echo {p.endpoint}" for p in pods[:2]]
+    assert {k: v for k, v in launcher.env.items() if k.startswith(("OMPI_", "K_MPI", "NVIDIA_"))} == {
+        "OMPI_MCA_orte_keep_fqdn_hostnames": "true", "OMPI_MCA_orte_default_hostfile": kube_render.HOSTFILE,
+        "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_orte_set_default_slots": "2",
+        "K_MPI_JOB_ROLE": "launcher", "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
+    assert launcher.mounts == {"/dev/shm": "shm", kube_render.SSH_MOUNT: "ssh", "/etc/mpi": "hostfile"}
+    assert "mpirun" in launcher.command and launcher.labels[kube_render.RUN_LABEL] == "feedbeef"
+    worker = pods[0]
+    assert worker.env["K_MPI_JOB_ROLE"] == "worker" and "OMPI_MCA_orte_default_hostfile" not in worker.env
+    assert worker.mounts == {"/dev/shm": "shm", kube_render.SSH_MOUNT: "ssh"} and worker.ready_port == 2222
+    assert worker.labels["training.kubeflow.org/job-role"] == "worker"
+
+
+def test_the_site_table_and_the_cli_flags_name_the_same_settings():
+    """kube_site.OPTIONS (repro.toml keys) and kube_options.OPTIONS (the CLI's group) declare the flags twice:
+    they must agree, or a flag would override a setting the table does not know."""
+    from repro.launch.schedulers import kube_options, kube_site
+
+    table = {o.variable: o.flag for o in kube_site.OPTIONS if o.flag}
+    cli = {o.variable: o.flag for o in kube_options.OPTIONS}
+    assert table == cli

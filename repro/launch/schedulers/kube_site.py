@@ -1,10 +1,18 @@
 """A Kubernetes site's settings (pure): namespace, job kind, training runtime, service account, image pull secret,
-registry, GPUs per pod, node selector, tolerations and the CRDs to check against, from the inventory's variables
-(repro_k8s_*) overridden by `repro bench` flags.
+registry, GPUs per pod, node selector, tolerations and the CRDs to check against. Each is one of the scheduler's own
+options (OPTIONS): a `repro bench` flag where it has one, else the inventory's variable (repro_k8s_*), else the
+key of the [kubernetes] table of the site's configuration file (./repro.toml, then the user's; see
+repro/resources.py), else its default:
+
+    [kubernetes]
+    namespace = "benchmarks"
+    service_account = "trainer"
+    image_pull_secret = "site-registry"
+    runtime = "torch-distributed"
 
 Every value is checked here, before anything is rendered: a bad one is an InputError naming the variable (and
-where the inventory writes it, file:line) or the flag. kubectl's own context and credentials are not settings of
-repro: kubectl reads them from its kubeconfig as always, and no record stores them.
+where the inventory or the configuration file writes it, file:line) or the flag. kubectl's own context and
+credentials are not settings of repro: kubectl reads them from its kubeconfig as always, and no record stores them.
 """
 
 from __future__ import annotations
@@ -12,13 +20,46 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from repro.errors import InputError
 from repro.hosts.inventory import Host, Inventory
-from repro.launch.schedulers.kube_options import KINDS, OPTIONS
+from repro.launch.schedulers.kube_options import KINDS
+from repro.launch.schedulers.kube_options import OPTIONS as FLAG_OPTIONS
 
-FLAGS = {o.variable: o.flag for o in OPTIONS}  # inventory variable -> the `repro bench` flag that overrides it
+
+@dataclass(frozen=True)
+class KubeOption:
+    """One site setting of the kubernetes scheduler, declared: its key in repro.toml's [kubernetes] table, its
+    inventory variable, the `repro bench` flag that overrides both (if any) and what it means."""
+
+    key: str
+    variable: str
+    flag: str | None
+    help: str
+
+
+OPTIONS = (
+    KubeOption("namespace", "repro_k8s_namespace", "--namespace", "namespace of the jobs (default: default)"),
+    KubeOption("kind", "repro_k8s_kind", "--k8s-kind", "trainjob (Trainer v2, default) or mpijob (MPI Operator)"),
+    KubeOption("crds", "repro_k8s_crds", "--crds", "a folder of the cluster's CRD files to validate against"),
+    KubeOption("runtime", "repro_k8s_runtime", None,
+               "an existing (Cluster)TrainingRuntime to reference instead of repro's own"),
+    KubeOption("runtime_kind", "repro_k8s_runtime_kind", None, "ClusterTrainingRuntime (default) or TrainingRuntime"),
+    KubeOption("service_account", "repro_k8s_service_account", None, "the pods' service account"),
+    KubeOption("image_pull_secret", "repro_k8s_image_pull_secret", None, "the pods' imagePullSecrets"),
+    KubeOption("registry", "repro_k8s_registry", None, "prefix of the image reference (default: repro_registry)"),
+    KubeOption("gpus_per_pod", "repro_k8s_gpus_per_pod", None,
+               "GPUs per rank pod (default: one per rank for a GPU stack)"),
+    KubeOption("node_selector", "repro_k8s_node_selector", None, "a mapping of node label to value"),
+    KubeOption("tolerations", "repro_k8s_tolerations", None, "a list of {key, operator, value, effect}"),
+    KubeOption("env_secret", "repro_k8s_env_secret", None,
+               "the Secret holding the values of secret-named variables (default: repro-env)"),
+)
+CONFIG_TABLE = "kubernetes"  # the table of the site configuration file (repro/resources.py) these options read
+# inventory variable -> the `repro bench` flag that overrides it (declared for the CLI in kube_options)
+FLAGS = {o.variable: o.flag for o in FLAG_OPTIONS}
 DEFAULT_NAMESPACE = "default"
 DEFAULT_ENV_SECRET = "repro-env"
 
@@ -72,14 +113,47 @@ def kubectl(site: KubeSite, *args: str) -> list[str]:
     return ["kubectl", "--namespace", site.namespace, *args]
 
 
-def _locator(inventory: Inventory | None, host: Host, flags: Mapping[str, Any]):
-    """A function naming where a variable's value comes from: the flag, else the inventory's file:line."""
+def config_settings(files: list[Path] | None = None) -> dict[str, tuple[Any, str]]:
+    """The [kubernetes] table of the site configuration files (default: ./repro.toml, then the user's; the first
+    that sets a key wins), as {inventory variable: (value, "file:line: [kubernetes] key")}; an unknown key or a
+    table that is not one is an InputError naming file and line."""
+    from repro import resources
+    from repro.files import FileProblem, read_file
+
+    by_key = {o.key: o for o in OPTIONS}
+    found: dict[str, tuple[Any, str]] = {}
+    for path in resources.config_files() if files is None else files:
+        try:
+            text = read_file(path).decode("utf-8")
+            table = resources.tomllib.loads(text).get(CONFIG_TABLE)
+        except (FileProblem, OSError, UnicodeDecodeError, resources.tomllib.TOMLDecodeError) as exc:
+            raise InputError(f"{path}: unreadable repro configuration ({exc})") from None
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise InputError(f"{path}:{resources._line_of(text, CONFIG_TABLE, None)}: '{CONFIG_TABLE}' must be a "
+                             f"table ([{CONFIG_TABLE}]) of the kubernetes scheduler's options")
+        for key, value in table.items():
+            at = f"{path}:{resources._line_of(text, key, CONFIG_TABLE)}"
+            if key not in by_key:
+                raise InputError(f"{at}: unknown key '{key}' in [{CONFIG_TABLE}]",
+                                 hint=f"[{CONFIG_TABLE}] takes {', '.join(by_key)}")
+            found.setdefault(by_key[key].variable, (value, f"{at}: [{CONFIG_TABLE}] {key}"))
+    return found
+
+
+def _locator(inventory: Inventory | None, host: Host, flags: Mapping[str, Any],
+             config: Mapping[str, tuple[Any, str]]):
+    """A function naming where a variable's value comes from: the flag, else the inventory's file:line, else the
+    configuration file's."""
     files = None
 
     def where(var: str) -> str:
         nonlocal files
-        if var in flags and var in FLAGS:
+        if flags.get(var) not in (None, "", ()) and var in FLAGS:
             return FLAGS[var]
+        if var not in host.vars and var in config:
+            return config[var][1]
         if inventory is None:
             return var
         if files is None:
@@ -91,12 +165,16 @@ def _locator(inventory: Inventory | None, host: Host, flags: Mapping[str, Any]):
     return where
 
 
-def site_from(hosts: tuple[Host, ...], flags: Mapping[str, Any], inventory: Inventory | None = None) -> KubeSite:
+def site_from(hosts: tuple[Host, ...], flags: Mapping[str, Any], inventory: Inventory | None = None,
+              config: Mapping[str, tuple[Any, str]] | None = None) -> KubeSite:
     """The site settings of an inventory's hosts (their repro_k8s_* variables) with `flags` (by variable name)
-    taking precedence; InputError naming the variable (file:line) or flag of any bad value."""
+    taking precedence and the configuration file's [kubernetes] table (`config`, default: read from the files in
+    use) filling what neither sets; InputError naming the variable (file:line) or flag of any bad value."""
+    config = config_settings() if config is None else config
     first = hosts[0]
-    values = {**first.vars, **{k: v for k, v in flags.items() if v not in (None, "", ())}}
-    where = _locator(inventory, first, flags)
+    values = {**{var: value for var, (value, _) in config.items()}, **first.vars,
+              **{k: v for k, v in flags.items() if v not in (None, "", ())}}
+    where = _locator(inventory, first, flags, config)
 
     def text(var: str, pattern: re.Pattern[str], expected: str, limit: int = 253) -> str | None:
         value = values.get(var)

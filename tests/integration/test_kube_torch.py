@@ -1,0 +1,71 @@
+"""A PyTorch point through Trainer's torch contract on the two-host test cluster: the stand-in kubectl
+(tests/cluster/kube_emulator.py) runs the TrainJob repro renders for a torch workload as one container per node pod
+of the CPU PyTorch stack's image, each running torchrun with the PET_* variables exactly as Trainer's torch plugin
+injects them (the master: the first node pod's service name). No Kubernetes is involved (docs/kubernetes.md).
+
+It ships the torch image to both hosts (minutes on a 2-core machine), so it is marked slow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from repro.results.store import Store
+from tests.cluster.fixtures import skip_or_fail
+from tests.integration.cli import run_repro
+
+pytestmark = [pytest.mark.cluster, pytest.mark.docker, pytest.mark.torch, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+TORCH_STACK = "stacks/cpu-torch213.yaml"
+
+
+@pytest.fixture(scope="module")
+def torch_store(cluster, base_image, tmp_path_factory) -> Path:
+    """A store in which the CPU PyTorch stack's image is built (unless the engine has its tag), locked and shipped
+    to both hosts."""
+    from repro.image.build import torch_wheels, wheelhouse_dir
+    from repro.manifest import load_stack
+
+    loaded = load_stack(ROOT / TORCH_STACK)
+    if not torch_wheels(loaded.stack, wheelhouse_dir(loaded.stack)):
+        skip_or_fail("no torch 2.13.0 CPU wheel in the wheelhouse or pip's find-links (CI machines keep it in "
+                     "/opt/wheels)")
+    root = tmp_path_factory.mktemp("kube-torch-store")
+    run_repro("up", TORCH_STACK, "--hosts", str(cluster.inventory), "--store", str(root), "--quiet", timeout=1800)
+    return root
+
+
+def test_a_torch_trainjob_runs_through_trainers_torch_contract(torch_store, cluster, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kubectl").write_text(f"#!/bin/sh\nexec {sys.executable} "
+                                     f"{ROOT / 'tests' / 'cluster' / 'kube_emulator.py'} \"$@\"\n")
+    (bin_dir / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("REPRO_KUBE_EMULATOR", str(tmp_path / "operator"))
+    monkeypatch.setenv("REPRO_KUBE_CLUSTER", str(cluster.state_dir / "cluster.json"))
+
+    run_repro("bench", "--stack", TORCH_STACK, "--hosts", str(cluster.inventory), "--scheduler", "kubernetes",
+              "--workload", "torch_allreduce", "--dist-backend", "gloo", "--sizes", "1000,100000", "--iterations",
+              "3", "--warmup-iterations", "1", "--repeats", "1", "--workers", "2", "--store", str(torch_store),
+              timeout=900)
+    (rec,) = Store(torch_store).records()
+    assert rec.status == "ok", rec.failure
+    assert rec.batch.scheduler == "kubernetes" and rec.batch.state == "ok"
+    assert "torch: {}" in rec.batch.script and rec.command[0] == "torchrun"
+    name = rec.batch.id
+    assert sorted(rec.batch.detail["pods"]) == [f"{name}-node-0-0", f"{name}-node-1-0"]  # no launcher: torchrun in each
+    assert [h.name for h in rec.hosts] == ["h1", "h2"]
+    addresses = {h.name: h.address for h in cluster.hosts}
+    assert sorted(r.host for r in rec.ranks) == ["h1", "h2"]
+    for rank in rec.ranks:
+        assert addresses[rank.host] in rank.addresses  # rank 1 reached the master at node 0's name from h2
+    assert rec.metrics, "the all-reduce's sizes were parsed"
+    for host in cluster.hosts:
+        assert subprocess.run(["docker", "-H", host.docker_host, "ps", "-aq", "--filter", "label=repro.kube.pod"],
+                              capture_output=True, text=True, timeout=60, check=True).stdout.split() == []
