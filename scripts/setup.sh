@@ -20,7 +20,7 @@ VENV=${REPRO_VENV:-$ROOT/.venv}
 TF_VERSION=2.15.1
 HOROVOD_VERSION=0.28.1
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/repro
-log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+log() { printf '\033[1m[setup]\033[0m %s (at %d s)\n' "$*" "$SECONDS" >&2; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -75,6 +75,21 @@ if ! "$VENV/bin/python" -c "import tensorflow" 2>/dev/null \
   pip install "tensorflow-cpu==$TF_VERSION"
 fi
 
+# PyTorch for the torch_* workloads, pinned: on these machines torch==2.13.0 is a local CPU build (no download);
+# a plain `torch` would resolve to a CUDA build of several GB. Installed in the background while Horovod compiles
+# (the compile keeps the cores busy; torch's install is mostly reading and unpacking): on a fresh machine this
+# saves most of torch's install time. The Horovod build below only writes a wheel, never into the venv.
+TORCH_VERSION=${REPRO_TORCH_VERSION:-2.13.0}
+torch_pid=
+if [ "$MODE" != wheelhouse ] &&
+   [ "$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null)" != "$TORCH_VERSION" ]; then
+  log "installing torch $TORCH_VERSION (in the background)"
+  pip install "torch==$TORCH_VERSION" &
+  torch_pid=$!
+  # a failed Horovod build ends this script: never leave the install running behind it
+  trap '[ -z "$torch_pid" ] || kill "$torch_pid" 2>/dev/null || true' EXIT
+fi
+
 # Horovod compiles against the TensorFlow it finds (about 4 minutes on 2 cores): build it once into
 # a wheelhouse keyed by TensorFlow and Python version, reuse it for the venv and for image builds.
 WHEELS="$CACHE/wheelhouse/tf$TF_VERSION-py${pyver/./}"
@@ -89,17 +104,16 @@ if [ "$MODE" = wheelhouse ]; then
   log "ready: $(ls "$WHEELS"/horovod-"$HOROVOD_VERSION"-*.whl)"
   exit 0
 fi
+if [ -n "$torch_pid" ]; then
+  rc=0
+  wait "$torch_pid" || rc=$?
+  [ "$rc" = 0 ] || { echo "setup: installing torch $TORCH_VERSION failed (exit $rc)" >&2; exit "$rc"; }
+  torch_pid=
+  log "torch $TORCH_VERSION installed"
+fi
 if ! "$VENV/bin/python" -c "import horovod.tensorflow" 2>/dev/null; then
   pip install --no-deps "$WHEELS"/horovod-"$HOROVOD_VERSION"-*.whl
   pip install cloudpickle psutil pyyaml packaging cffi
-fi
-
-# PyTorch for the torch_* workloads, pinned: on these machines torch==2.13.0 is a local CPU build (no download);
-# a plain `torch` would resolve to a CUDA build of several GB.
-TORCH_VERSION=${REPRO_TORCH_VERSION:-2.13.0}
-if [ "$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null)" != "$TORCH_VERSION" ]; then
-  log "installing torch $TORCH_VERSION"
-  pip install "torch==$TORCH_VERSION"
 fi
 
 # The demo runs workloads on this machine (extra "workloads": TensorFlow, Horovod, mpi4py; Horovod is already

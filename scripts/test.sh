@@ -28,6 +28,7 @@ fi
 FRESH_DIR=
 KEEP_FRESH_DIR=0
 PYTEST_PID=
+BASE_PID=
 
 # A --fresh run killed with SIGKILL cannot clean up: the next one stops its dockerd and removes its
 # directory (each records the pid of its test.sh in owner.pid).
@@ -50,6 +51,10 @@ fresh_teardown() {
   if [ -n "$PYTEST_PID" ] && kill -0 "$PYTEST_PID" 2>/dev/null; then
     kill -TERM "$PYTEST_PID" 2>/dev/null || true
     wait "$PYTEST_PID" 2>/dev/null || true
+  fi
+  if [ -n "$BASE_PID" ] && kill -0 "$BASE_PID" 2>/dev/null; then
+    kill -INT "$BASE_PID" 2>/dev/null || true # its Python unmounts what debootstrap mounted, then exits
+    wait "$BASE_PID" 2>/dev/null || true
   fi
   if [ -n "$FRESH_DIR" ]; then
     REPRO_DOCKER_ROOT="$FRESH_DIR/docker" tests/cluster/local-docker.sh stop || rc=1
@@ -92,6 +97,14 @@ log "setup: $((SECONDS - phase_start)) s"
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 tests/cluster/local-docker.sh ensure
+# Fresh mode: debian:12 (debootstrap from Debian's archive, packed, imported into the engine) is made in the
+# background beside the lint stage and the unit tests, which need no engine; the integration tests' base_image
+# fixture then finds it in the engine, or waits on the tarball's lock while it is still being built.
+if [ "$FRESH" = 1 ]; then
+  log "making debian:12 in the background (log: $FRESH_DIR/base-image.log)"
+  env --default-signal=INT python -m repro.image.base >"$FRESH_DIR/base-image.log" 2>&1 &
+  BASE_PID=$!
+fi
 # The lint stage: ruff, import-linter, shellcheck, hadolint, ansible-lint, each once (scripts/lint.sh).
 phase_start=$SECONDS
 scripts/lint.sh

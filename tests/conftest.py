@@ -9,6 +9,7 @@ ran before (in this session or on this machine), so tests pass in any order, alo
   base_image    debian:12 in the local engine, built from Debian's archive when absent (repro/image/base.py)
   wheelhouse    the Horovod wheel that image builds install (scripts/setup.sh wheelhouse, once per machine)
   cpu_image     stacks/cpu-tf215.yaml built, verified and locked into a session store, once per session
+  readme_job    the README's main job (real TensorFlow on this machine, 1 and 2 workers), once per session
   cluster       hosts h1 and h2 with sshd and engines holding debian:12 (tests/cluster/fixtures.py)
 
 `pytest --reverse` runs the collected tests in reverse order (a check that none relies on an earlier one).
@@ -180,3 +181,26 @@ def cpu_image(base_image: str, wheelhouse: Path, tmp_path_factory: pytest.TempPa
     result = up(load_stack(CPU_STACK), store=store, options=BuildOptions(ca_bundle=default_ca_bundle()),
                 progress=lambda line: None)
     return BuiltImage(result, store)
+
+
+@dataclass(frozen=True)
+class ReadmeJob:
+    """The README's main job as run once per session: its store (read it; copy it to add runs) and its output."""
+
+    store: Path
+    proc: subprocess.CompletedProcess[str]
+    settings: tuple[str, ...]  # the sweep's steps and batch size, for runs meant to line up with these
+
+
+@pytest.fixture(scope="session")
+def readme_job(tmp_path_factory: pytest.TempPathFactory) -> ReadmeJob:
+    """stacks/cpu-tf215.yaml benchmarked on this machine with real TensorFlow and Horovod: 1 and 2 workers, the
+    default 3 runs of each, few steps. Shared by the tests of the README's job and by compare's real-TensorFlow
+    side, which copies the store and adds only the other stack's runs (10 real runs in a session, not 14)."""
+    from tests.integration.cli import run_repro
+
+    store = tmp_path_factory.mktemp("readme-job")
+    settings = ("--warmup-steps", "1", "--steps", "4", "--batch-size", "8")
+    proc = run_repro("bench", "--stack", str(CPU_STACK), "--hosts", str(ROOT / "inventories" / "localhost"),
+                     "--workers", "1,2", *settings, "--store", str(store))
+    return ReadmeJob(store, proc, settings)

@@ -47,17 +47,10 @@ def workers_marked(marker: str) -> list[int]:
     return found
 
 
-@pytest.fixture(scope="module")
-def readme_job(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """The README's main job (1 and 2 workers, few steps), run once for this module: its store and output."""
-    store = tmp_path_factory.mktemp("readme-job")
-    proc = repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "1,2", *FAST, store=store)
-    return store, proc
-
-
 @pytest.mark.tf
 def test_readme_main_job_benchmarks_1_and_2_workers_and_prints_the_scaling_table(readme_job):
-    store, proc = readme_job
+    # the README's main job (1 and 2 workers, FAST's settings), run once per session by tests/conftest.py
+    store, proc = readme_job.store, readme_job.proc
     assert "speedup" in proc.stdout and "efficiency" in proc.stdout, proc.stdout
     records = Store(store).records()
     # the default: 3 runs of every point, enough for compare's verdicts

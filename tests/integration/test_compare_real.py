@@ -5,6 +5,7 @@ verdict no one can know in advance), and the probe workload at two step times (a
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -23,11 +24,13 @@ def repro(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("compare-store")
-    for stack in ("cpu-tf215.yaml", "cpu-tf215-xla.yaml"):
-        repro("bench", "--stack", f"stacks/{stack}", "--hosts", "inventories/localhost", "--workers", "1,2",
-              "--warmup-steps", "2", "--steps", "6", "--batch-size", "16", "--repeats", "2", "--store", str(root))
+def store(readme_job, tmp_path_factory) -> Path:
+    """cpu-tf215 (the session's README job: 1 and 2 workers, 3 runs each, copied) and cpu-tf215-xla at the same
+    points and settings (2 runs each) in one store."""
+    root = tmp_path_factory.mktemp("compare") / "store"
+    shutil.copytree(readme_job.store, root, symlinks=True)
+    repro("bench", "--stack", "stacks/cpu-tf215-xla.yaml", "--hosts", "inventories/localhost", "--workers", "1,2",
+          *readme_job.settings, "--repeats", "2", "--store", str(root))
     return root
 
 

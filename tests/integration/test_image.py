@@ -302,10 +302,11 @@ def test_archive_restores_into_an_empty_engine_and_bench_runs_without_a_build(ar
     assert Store(restored).lock(lock.stack.hash) == lock
     stack_file = restored / "stacks" / f"cpu-tf215-{lock.stack.hash}.yaml"
     assert load_stack(stack_file).hash == lock.stack.hash
-    # bench from the restored image: no `repro up`, no build, the engine holds only what was restored
+    # bench from the restored image: no `repro up`, no build, the engine holds only what was restored (the probe
+    # workload: the image's content is proven by its id, which the restore verified against the lock)
     run_repro("bench", "--stack", str(stack_file), "--hosts", str(empty_engine.inventory), "--runtime", "docker",
-              "--workers", "1", "--warmup-steps", "1", "--steps", "3", "--batch-size", "8", "--repeats", "1",
-              "--store", str(restored))
+              "--workload", "probe", "--workers", "1", "--warmup-steps", "1", "--steps", "3", "--batch-size", "8",
+              "--repeats", "1", "--store", str(restored))
     (record,) = Store(restored).records()
     assert record.status == "ok" and record.runtime == "docker" and record.image.image.id == lock.image.id
     assert _engine_images(host.docker_host) == [lock.image.id]

@@ -1,5 +1,6 @@
 """Secrets never reach disk or output: planted in manifests (env, a pip URL with a token) and in repro's own
-environment, then a real bench (host runtime), compare, dry run, show; every byte written and printed is searched."""
+environment, then a real bench (host runtime, the probe workload), compare, dry run, show; every byte written
+and printed is searched."""
 
 from __future__ import annotations
 
@@ -58,8 +59,10 @@ def repro(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 def test_secrets_reach_neither_the_store_nor_any_output(tmp_path):
     store = tmp_path / "store"
     old, new = stack(tmp_path, "old", SECRETS["old_password"]), stack(tmp_path, "new", SECRETS["new_password"])
+    # the probe workload: the secrets travel through the runtime, launcher, records and output, not TensorFlow
     common = ["--hosts", str(ROOT / "inventories" / "localhost"), "--runtime", "host", "--workers", "1",
-              "--warmup-steps", "1", "--steps", "3", "--batch-size", "4", "--repeats", "1", "--store", str(store)]
+              "--workload", "probe", "--warmup-steps", "1", "--steps", "3", "--batch-size", "4", "--repeats", "1",
+              "--store", str(store)]
     printed = []
     for path in (old, new):
         for _ in range(2):

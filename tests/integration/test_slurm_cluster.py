@@ -1,7 +1,8 @@
 """The Slurm test cluster is a real Slurm: Debian's slurmctld and one slurmd per namespace host, munge
-authentication, PMIx wire-up of MPI ranks across hosts, batch jobs followed to their end states, time
-limits, scancel, a node dying under a job, and Charliecloud containers started by srun. Every test leaves
-no job queued or running. Run with: pytest -m slurm tests/integration/test_slurm_cluster.py
+authentication, PMIx wire-up of MPI ranks across hosts, batch jobs followed to their end states, scancel,
+a node dying or losing its link under a job, and Charliecloud containers started by srun (time limits: through
+repro, in test_bench_slurm.py). Every test leaves no job queued or running.
+Run with: pytest -m slurm tests/integration/test_slurm_cluster.py
 """
 
 from __future__ import annotations
@@ -201,15 +202,10 @@ def test_scancel_of_a_running_job_leaves_no_process(slurm_cluster: Cluster, tmp_
     assert queue(slurm_cluster) == []
 
 
-@pytest.mark.slow
-def test_the_time_limit_gives_timeout(slurm_cluster: Cluster, tmp_path: Path) -> None:
-    out = tmp_path / "job.out"
-    # Slurm counts limits in whole minutes and checks them every 30 s: this takes 60-100 s.
-    job_id = submit(slurm_cluster, "#!/bin/sh\nsrun sleep 300\n", ["-N2", "--time=1", "-o", str(out)])
-    job = wait_job(slurm_cluster, job_id, timeout=240)
-    assert (job["JobState"], job["Reason"], job["TimeLimit"]) == ("TIMEOUT", "TimeLimit", "00:01:00")
-    assert f"JOB {job_id} ON h1 CANCELLED AT" in out.read_text() and "DUE TO TIME LIMIT" in out.read_text()
-    wait_for(lambda: job_processes(job_id) == [], f"no process of job {job_id}", timeout=30)
+# The time limit (TIMEOUT, Reason=TimeLimit, every process gone) is tested once, through repro, by
+# tests/integration/test_bench_slurm.py::test_the_time_limit_gives_a_timed_out_record: Slurm counts limits in
+# whole minutes and checks them every 30 s, so each such test costs 60-100 s, and that one fails too if this
+# cluster does not enforce a limit.
 
 
 @pytest.mark.slow
@@ -226,6 +222,25 @@ def test_a_node_dying_under_a_job_gives_node_fail_naming_it(slurm_cluster: Clust
         assert "State=DOWN" in node and "Reason=Not responding" in node
         assert "Node failure on h2" in out.read_text()
     wait_for(lambda: job_processes(job_id) == [], f"no process of job {job_id}", timeout=30)
+    assert show_job(slurm_cluster, job_id)["JobState"] == "NODE_FAIL"
+
+
+def test_a_node_losing_its_link_under_a_job_gives_node_fail_and_returns(slurm_cluster: Cluster,
+                                                                      tmp_path: Path) -> None:
+    """h2's link goes down mid-job (its slurmd and the job's processes keep running, unreachable): slurmctld
+    marks h2 DOWN and the job NODE_FAIL; once the link is back, h2's part of the job is killed and the node
+    returns to service (ReturnToService=2) without anyone restarting anything."""
+    out = tmp_path / "job.out"
+    job_id = submit(slurm_cluster, "#!/bin/sh\nsrun sleep 300\n", ["-N2", "--no-requeue", "-o", str(out)])
+    wait_job(slurm_cluster, job_id, states=frozenset({"RUNNING"}), timeout=60)
+    wait_for(lambda: running_on_both_hosts(slurm_cluster, job_id, "/usr/bin/sleep"), "sleep on h1 and h2")
+    with slurm_cluster.faulted("link-down", "h2"):
+        job = wait_job(slurm_cluster, job_id, timeout=slurm_cluster.slurm.slurmd_timeout_s * 3 + 60)
+        assert (job["JobState"], job["Reason"], job["NodeList"]) == ("NODE_FAIL", "NodeDown", "h[1-2]")
+        node = slurm(slurm_cluster, ["scontrol", "show", "node", "-o", "h2"]).stdout
+        assert "State=DOWN" in node and "Reason=Not responding" in node
+    wait_for(lambda: job_processes(job_id) == [], f"no process of job {job_id}", timeout=90)
+    wait_nodes_idle(slurm_cluster)
     assert show_job(slurm_cluster, job_id)["JobState"] == "NODE_FAIL"
 
 
