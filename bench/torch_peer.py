@@ -151,7 +151,8 @@ def main() -> int:
 
     print(f"model {args.model}, batch {args.batch_size}/worker x {args.workers} workers, {args.precision}, "
           f"{args.data_format}, compile {args.compile}, {args.warmup_steps} warm-up + {args.steps} steps, "
-          f"{args.intra_threads} threads/worker, {args.repeats} repeats, sides: {args.side}", flush=True)
+          f"{args.intra_threads} threads/worker, {args.repeats} repeats, sides: {args.side}; load average "
+          f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
     sides = {"plain": run_plain, "repro": run_repro}
     names = list(sides) if args.side == "both" else [args.side]
     found: dict[str, list[float]] = {name: [] for name in names}
@@ -161,6 +162,8 @@ def main() -> int:
             value = sides[name](args)
             found[name].append(value)
             print(f"  repeat {repeat + 1} {name:5s} {value:10.2f} images/sec", flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.2f} (1 min), {os.getloadavg()[1]:.2f} (5 min): a ratio "
+          "measured beside other work is noise, whatever its median", flush=True)
     medians = {name: statistics.median(values) for name, values in found.items()}
     for name, value in medians.items():
         print(f"{name:5s} median {value:10.2f} images/sec")

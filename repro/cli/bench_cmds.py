@@ -269,7 +269,7 @@ def sweep_spec(args: argparse.Namespace):
         xla=_onoff(args.xla), data_format=_once(args.data_format, "--data-format"), data=_once(args.data, "--data"),
         scaling=args.scaling, threads=_ints("--threads", args.threads, minimum=0) or (None,),
         warmup_steps=one_int("--warmup-steps", args.warmup_steps, 0), steps=one_int("--steps", args.steps, 1),
-        backends=tuple(_split(args.backends)) or ("mpi",), extra=extra)
+        backends=tuple(_split(args.backends)) or ("mpi",), backends_given=bool(args.backends), extra=extra)
 
 
 def options(args: argparse.Namespace):

@@ -54,6 +54,7 @@ class SweepSpec:
     warmup_steps: int | None = None
     steps: int | None = None
     backends: tuple[str, ...] = ("mpi",)
+    backends_given: bool = False  # --backends was on the command line (a PyTorch workload refuses it)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -133,6 +134,10 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Settings]:
                                                            "threads")}
     out: list[Settings] = []
     # Horovod's controllers; a PyTorch workload has none (its torch.distributed backend is its own option)
+    if workload.spec.framework == "pytorch" and spec.backends_given:
+        raise InputError(f"--backends {','.join(spec.backends)}: chooses Horovod's controller, which the PyTorch "
+                         f"workload {workload.spec.name} does not use",
+                         hint="choose its torch.distributed backend with --dist-backend gloo, nccl or mpi")
     controllers: tuple[str | None, ...] = spec.backends if workload.spec.framework != "pytorch" else (None,)
     grid = itertools.product(values.get("model", (None,)), values.get("batch_per_worker", (None,)),
                              values.get("precision", (None,)), values.get("xla", (None,)),

@@ -195,8 +195,8 @@ def mismatches(stack, sw: Software, *, where: Where, backend: str | None = None)
     out += _versions(stack, sw, where)
     out += _horovod_build(stack, sw, where, backend)
     if stack.pytorch is not None and backend in ("gloo", "mpi", "nccl") and sw.torch_backends.get(backend) is False:
-        out.append(f"torch.distributed {backend}: needed by --backends {backend}, found not available in this torch "
-                   "build")
+        out.append(f"torch.distributed {backend}: needed by --dist-backend {backend}, found not available in this "
+                   "torch build")
     if where == "image":
         if sw.sshd_port != stack.container.ssh_port:
             out.append(f"sshd port: pinned {stack.container.ssh_port}, found {sw.sshd_port or 'none'}")

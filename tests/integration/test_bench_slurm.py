@@ -28,6 +28,7 @@ from tests.integration.cli import ROOT, run_repro
 pytestmark = [pytest.mark.cluster, pytest.mark.slurm, pytest.mark.docker, pytest.mark.tf]
 
 STACK = "stacks/cpu-tf215.yaml"
+TORCH_STACK = "stacks/cpu-torch213.yaml"
 STEPS = ("--warmup-steps", "1", "--steps", "3", "--batch-size", "8")
 SMALL = (*STEPS, "--repeats", "1")
 PROBE = ("--workload", "probe", *SMALL)
@@ -136,6 +137,26 @@ def test_charliecloud_ranks_run_in_the_converted_image_under_srun_pmix(slurm_clu
     assert_sweep_on_both_nodes(records, "charliecloud")
     assert "ch-run" in records[1].batch.script and records[1].software["tensorflow"] == "2.15.1"
     assert_nothing_left(slurm_cluster, [r.batch.id for r in records])
+
+
+@pytest.fixture(scope="module")
+def torch_store(slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CPU PyTorch stack's image (built unless the local engine has its tag) verified, locked and shipped."""
+    root = tmp_path_factory.mktemp("slurm-torch-store")
+    run_repro("up", TORCH_STACK, "--hosts", str(slurm_cluster.inventory), "--store", str(root), "--quiet", timeout=3600)
+    return root
+
+
+def test_charliecloud_runs_torch_cnn_ranks_of_the_torch_image_on_both_nodes_under_srun(slurm_cluster, torch_store,
+                                                                                        inventory):
+    proc = run_repro("bench", "--stack", TORCH_STACK, "--hosts", str(inventory), "--scheduler", "slurm", "--store",
+                     str(torch_store), "--runtime", "charliecloud", "--workers", "2", "--workload", "torch_cnn",
+                     "--model", "resnet20", *SMALL, timeout=1800)
+    (rec,) = Store(torch_store).records()
+    assert rec.status == "ok", (rec.failure, proc.stderr[-3000:])
+    assert sorted(r.host for r in rec.ranks) == rec.slurm.nodes == ["h1", "h2"] and "ch-run" in rec.slurm.script
+    assert rec.software["torch"] == "2.13.0+cpu" and rec.metrics["images_per_sec"] > 0
+    assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
 
 
 @pytest.mark.parametrize("runtime", ["host", "docker"])

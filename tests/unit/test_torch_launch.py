@@ -61,6 +61,14 @@ def test_torch_points_carry_no_horovod_controller_and_no_duplicates():
     assert [(p.workers, p.backend, p.precision) for p in points] == [(1, None, "bf16"), (2, None, "bf16")]
 
 
+def test_backends_given_to_a_torch_workload_is_refused_naming_dist_backend():
+    # `--backends mpi` with torch_allreduce used to run gloo silently (Horovod's controllers mean nothing to it)
+    spec = SweepSpec(workload="torch_allreduce", backends=("mpi",), backends_given=True)
+    with pytest.raises(InputError, match="torch_allreduce does not use") as refused:
+        expand(spec, CPU.stack)
+    assert "--dist-backend gloo, nccl or mpi" in (refused.value.hint or "")
+
+
 def test_the_hosts_are_checked_for_the_torch_backend_a_torch_point_uses_not_horovods_controller():
     spec = SweepSpec(workload="torch_allreduce", backends=("mpi",), extra={"dist_backend": "gloo"})
     (point,) = expand(spec, CPU.stack)
