@@ -141,9 +141,10 @@ def test_charliecloud_ranks_run_in_the_converted_image_under_srun_pmix(slurm_clu
 
 @pytest.fixture(scope="module")
 def torch_store(slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The CPU PyTorch stack's image (built unless the local engine has its tag) verified, locked and shipped."""
+    """The CPU PyTorch stack's image (built unless the local engine has its tag), verified and locked. Not shipped:
+    Charliecloud converts it from the local engine into a directory both nodes see."""
     root = tmp_path_factory.mktemp("slurm-torch-store")
-    run_repro("up", TORCH_STACK, "--hosts", str(slurm_cluster.inventory), "--store", str(root), "--quiet", timeout=3600)
+    run_repro("up", TORCH_STACK, "--store", str(root), "--quiet", timeout=3600)
     return root
 
 
@@ -154,9 +155,9 @@ def test_charliecloud_runs_torch_cnn_ranks_of_the_torch_image_on_both_nodes_unde
                      "--model", "resnet20", *SMALL, timeout=1800)
     (rec,) = Store(torch_store).records()
     assert rec.status == "ok", (rec.failure, proc.stderr[-3000:])
-    assert sorted(r.host for r in rec.ranks) == rec.slurm.nodes == ["h1", "h2"] and "ch-run" in rec.slurm.script
+    assert sorted(r.host for r in rec.ranks) == rec.batch.nodes == ["h1", "h2"] and "ch-run" in rec.batch.script
     assert rec.software["torch"] == "2.13.0+cpu" and rec.metrics["images_per_sec"] > 0
-    assert_nothing_left(slurm_cluster, [rec.slurm.job_id])
+    assert_nothing_left(slurm_cluster, [rec.batch.id])
 
 
 @pytest.mark.parametrize("runtime", ["host", "docker"])
