@@ -67,7 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _store_option(sc, subcommand=True)
     add_filter_options(sc, subcommand=True)
     add_format_option(sc, subcommand=True)
-    sc.add_argument("--kind", choices=("throughput", "allreduce", "tta"), default=None,
+    from repro.compare.kind import KINDS
+
+    sc.add_argument("--kind", choices=KINDS.names(), default=None,
                     help="only this kind of result (default: `table` every kind among the selected runs; `scaling` "
                     "the throughput runs, or every kind where the selection holds none)")
     sc.add_argument("--plot", metavar="FILE", type=path_argument,
@@ -171,7 +173,7 @@ def _figures(store, summaries: list) -> dict[str, tuple[float | None, str]]:
     other = [s for s in summaries if kind_of(s.workload) != "throughput"]
     if not other:
         return {}
-    from repro.results.summary import headline
+    from repro.compare.kind import headline
 
     return {r.id: headline(r) for r in store.read_all(other)}
 
@@ -276,12 +278,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
+    from repro.compare.kind import by_kind, results_document
     from repro.errors import InputError, ResultsError
     from repro.formats import render
     from repro.results import metrics
     from repro.results.select import records_of, select
     from repro.results.store import Store
-    from repro.results.summary import by_kind, results_document
     from repro.workloads.catalog import kind_of
 
     if args.plot:
@@ -310,7 +312,7 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     options = {"warmup": warmup, "baseline_workers": args.baseline_workers, "link": args.link_gbps}
     sys.stdout.write(render(results_document(records, **options), args.format))
     if args.plot:
-        from repro.results.figures import plot_records
+        from repro.compare.kind import plot_records
 
         ok = [r for r in records if r.status == "ok"] or records
         print(f"plot written to {plot_records(ok, args.plot, **options)}", file=sys.stderr)

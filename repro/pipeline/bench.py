@@ -502,7 +502,7 @@ def _describe(point: Settings, repeat: int, repeats: int) -> str:
 
 
 def _summary(rec: RunRecord) -> str:
-    from repro.compare.kinds import KINDS
+    from repro.compare.kind import KINDS
     from repro.launch.workloads import WORKLOADS
 
     if rec.status != "ok":
