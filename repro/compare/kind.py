@@ -119,12 +119,18 @@ def _plain(row: Any) -> Any:
     return row
 
 
-def _checked(kind: Kind) -> None:
-    if not isinstance(kind, Kind):
-        raise TypeError(f"a comparison kind must be an instance of repro.compare.kind.Kind, not {kind!r}")
+class KindRegistry(Registry[Kind]):
+    """The registry of comparison kinds: it refuses what is not a Kind (before registering it), so a kind that
+    misses a method fails when it is added, not when a report needs it."""
+
+    def add(self, name: str, item: Kind, *, help: str = "") -> Kind:
+        if not isinstance(item, Kind):
+            raise TypeError(f"comparison kind {name!r}: expected an instance of repro.compare.kind.Kind, "
+                            f"found {item!r}")
+        return super().add(name, item, help=help)
 
 
-KINDS: Registry[Kind] = Registry("comparison kind", on_add=_checked)
+KINDS = KindRegistry("comparison kind")
 KINDS.lazy("throughput", "repro.compare.kinds:Throughput", instance=True,
            help="items (images) per second, with speedup and scaling efficiency")
 KINDS.lazy("allreduce", "repro.compare.kinds:Allreduce", instance=True,
