@@ -9,19 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from repro.compare import render
-from repro.compare.align import Pair
-from repro.compare.allreduce import allreduce_rows
-from repro.compare.allreduce import as_dict as allreduce_dict
 from repro.compare.kind import KINDS, Kind, KindRows, Panel, kind_name
-from repro.compare.throughput import Options, summaries, throughput_rows
-from repro.compare.tta import as_dict as tta_dict
-from repro.compare.tta import tta_rows
 from repro.formats import Block, Document, Heading, Text
-from repro.results import stats
-from repro.results.record import RunRecord
+
+if TYPE_CHECKING:
+    from repro.compare.align import Pair
+    from repro.compare.throughput import Options
+    from repro.results.record import RunRecord
+
+# The comparison's modules are imported inside the methods that use them: the end-of-sweep report of
+# `repro bench` and `repro results table` needs none of them.
 
 __all__ = ["KINDS", "Allreduce", "KindRows", "Throughput", "TimeToAccuracy"]
 
@@ -45,24 +44,34 @@ class Throughput(Kind):
 
     def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
                 options: Options) -> KindRows:
+        from repro.compare.throughput import summaries, throughput_rows
+
         mine = [r for r in old if kind_name(r) == self.name], [r for r in new if kind_name(r) == self.name]
         rows = throughput_rows(pairs, mine[0], mine[1], options)
         return KindRows(rows, summaries=summaries(rows))
 
     def tables(self, c, part: KindRows) -> tuple[Block, ...]:
+        from repro.compare import render
+
         return (render.throughput_table(c, part.rows),)
 
     def summary_blocks(self, c, part: KindRows) -> tuple[Block, ...]:
+        from repro.compare import render
+
         if not part.summaries:
             return ()
         return (Heading("Summary per model (NEW/OLD)"), Text(tuple(render.summary_lines(part.summaries)),
                                                              bullets=True))
 
     def data(self, c, part: KindRows) -> dict[str, Any]:
+        from repro.compare import render
+
         return {"throughput": [{"point": dict(r.key), **render.row_dict(r)} for r in part.rows],
                 "summary": [asdict(s) for s in part.summaries]}
 
     def unpaired(self, part: KindRows) -> bool:
+        from repro.results import stats
+
         return bool(part.rows) and not any(r.ratio.method == stats.PAIRED for r in part.rows)
 
     def panels(self, c, part: KindRows) -> tuple[Panel, ...]:
@@ -100,13 +109,19 @@ class Allreduce(Kind):
 
     def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
                 options: Options) -> KindRows:
+        from repro.compare.allreduce import allreduce_rows
+
         rows, notes = allreduce_rows(pairs, options)
         return KindRows(rows, tuple(notes))
 
     def tables(self, c, part: KindRows) -> tuple[Block, ...]:
+        from repro.compare import render
+
         return (render.allreduce_table(c, part.rows),)
 
     def data(self, c, part: KindRows) -> dict[str, Any]:
+        from repro.compare.allreduce import as_dict as allreduce_dict
+
         return {"allreduce": [{"point": dict(r.key), **allreduce_dict(r)} for r in part.rows]}
 
     def panels(self, c, part: KindRows) -> tuple[Panel, ...]:
@@ -146,12 +161,18 @@ class TimeToAccuracy(Kind):
 
     def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
                 options: Options) -> KindRows:
+        from repro.compare.tta import tta_rows
+
         return KindRows(tta_rows(pairs, options))
 
     def tables(self, c, part: KindRows) -> tuple[Block, ...]:
+        from repro.compare import render
+
         return (render.tta_table(c, part.rows),)
 
     def data(self, c, part: KindRows) -> dict[str, Any]:
+        from repro.compare.tta import as_dict as tta_dict
+
         return {"tta": [{"point": dict(r.key), **tta_dict(r)} for r in part.rows]}
 
     def panels(self, c, part: KindRows) -> tuple[Panel, ...]:
