@@ -62,6 +62,7 @@ class Kind(ABC):
     """The base of every comparison kind: the abstract methods must be given, the others have defaults."""
 
     name: str = ""
+    sequential: bool = False  # its points can be decided pair by pair (`repro bench --until-verdict`)
 
     def summary(self, record: RunRecord) -> str:
         """The line `repro bench` prints after a successful run."""
@@ -70,6 +71,10 @@ class Kind(ABC):
     def headline(self, record: RunRecord) -> tuple[float | None, str]:
         """A run's one figure and its unit, for `repro results` listings (None: none)."""
         return None, ""
+
+    def warnings(self, record: RunRecord, warmup: str) -> tuple[str, ...]:
+        """What `repro bench` warns about a successful run's figures (throughput: a warm-up not reached)."""
+        return ()
 
     @abstractmethod
     def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],

@@ -29,6 +29,7 @@ class Throughput(Kind):
     """items (images) per second, with speedup and scaling efficiency"""
 
     name = "throughput"
+    sequential = True
 
     def summary(self, record: RunRecord) -> str:
         from repro.results.metrics import throughput
@@ -41,6 +42,11 @@ class Throughput(Kind):
         from repro.results.metrics import throughput
 
         return throughput(record), "images/sec"
+
+    def warnings(self, record: RunRecord, warmup: str) -> tuple[str, ...]:
+        from repro.results import steady
+
+        return tuple(steady.warnings(record, warmup))
 
     def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
                 options: Options) -> KindRows:
