@@ -457,8 +457,8 @@ def _report(records, store, args, whole=()) -> None:
     --resume, of every run of the sweep (`whole`), those stored earlier included."""
     import sys
 
+    from repro.compare.kind import sweep_document
     from repro.formats import render
-    from repro.results.summary import sweep_document
 
     out = _messages(args)
     if not records:
@@ -476,7 +476,7 @@ def _report(records, store, args, whole=()) -> None:
     sys.stdout.write(render(sweep_document(records, warmup=args.warmup, baseline_workers=args.baseline_workers,
                                            link=args.link_gbps), args.format))
     if args.plot and any(r.status == "ok" for r in records):
-        from repro.results.figures import plot_records
+        from repro.compare.kind import plot_records
 
         written = plot_records(ok, args.plot, warmup=args.warmup, baseline_workers=args.baseline_workers,
                                link=args.link_gbps)

@@ -67,7 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _store_option(sc, subcommand=True)
     add_filter_options(sc, subcommand=True)
     add_format_option(sc, subcommand=True)
-    sc.add_argument("--kind", choices=("throughput", "allreduce", "tta"), default=None,
+    from repro.compare.kind import KINDS
+
+    sc.add_argument("--kind", choices=KINDS.names(), default=None,
                     help="only this kind of result (default: `table` every kind among the selected runs; `scaling` "
                     "the throughput runs, or every kind where the selection holds none)")
     sc.add_argument("--plot", metavar="FILE", type=path_argument,
@@ -171,7 +173,7 @@ def _figures(store, summaries: list) -> dict[str, tuple[float | None, str]]:
     other = [s for s in summaries if kind_of(s.workload) != "throughput"]
     if not other:
         return {}
-    from repro.results.summary import headline
+    from repro.compare.kind import headline
 
     return {r.id: headline(r) for r in store.read_all(other)}
 

@@ -2,25 +2,26 @@
 
     compare(old_records, new_records, Options()) -> Comparison
 
-Steps: check the hardware, align on settings, compute figures per workload kind (throughput,
-all-reduce, time to accuracy), collect what changed. Renderers (render.py, plot.py) only render.
+Steps: check the hardware, align on settings, compute figures per comparison kind (repro.compare.kind:
+throughput, all-reduce, time to accuracy, and any kind registered later), collect what changed. Renderers
+(render.py, plot.py) only render.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from repro.compare import align as _align
 from repro.compare.align import Alignment, Change, Group, Hardware
 from repro.compare.allreduce import AllreduceRow
 from repro.compare.conditions import interleave_command
 from repro.compare.diff import Changes, changes
-from repro.compare.kinds import KINDS, KindRows
-from repro.compare.throughput import ModelSummary, Options, ThroughputRow, summaries
+from repro.compare.kind import KINDS, KindRows, order
+from repro.compare.throughput import ModelSummary, Options, ThroughputRow
 from repro.compare.tta import TtaRow
 from repro.errors import ResultsError
-from repro.results import stats
 from repro.results.record import RunRecord
 
 
@@ -61,20 +62,44 @@ class Comparison:
     keys: tuple[str, ...]
     columns: tuple[str, ...]  # key fields that vary between points: what a table shows
     changes: Changes
-    throughput: tuple[ThroughputRow, ...]
-    summaries: tuple[ModelSummary, ...]
-    allreduce: tuple[AllreduceRow, ...]
-    tta: tuple[TtaRow, ...]
+    sections: dict[str, KindRows]  # every kind's part, by kind name, in registration order (plug-in kinds too)
     old_only: tuple[OneSided, ...]
     new_only: tuple[OneSided, ...]
     notes: tuple[str, ...] = ()
-    sections: dict[str, KindRows] | None = None  # every kind's rows, by kind name (plug-in kinds too)
     interleave: str | None = None  # the interleaved `repro bench` that would settle an unpaired comparison
 
+    def rows(self, kind: str) -> tuple[Any, ...]:
+        """The compared rows of one kind (none when it had no point on both sides)."""
+        part = self.sections.get(kind)
+        return part.rows if part else ()
+
     @property
-    def regressions(self) -> tuple[ThroughputRow | AllreduceRow | TtaRow, ...]:
-        """Points significantly slower beyond the threshold."""
-        return tuple(r for r in (*self.throughput, *self.allreduce, *self.tta) if r.regression)
+    def throughput(self) -> tuple[ThroughputRow, ...]:
+        return self.rows("throughput")
+
+    @property
+    def summaries(self) -> tuple[ModelSummary, ...]:
+        part = self.sections.get("throughput")
+        return part.summaries if part else ()
+
+    @property
+    def allreduce(self) -> tuple[AllreduceRow, ...]:
+        return self.rows("allreduce")
+
+    @property
+    def tta(self) -> tuple[TtaRow, ...]:
+        return self.rows("tta")
+
+    @property
+    def compared(self) -> bool:
+        """Whether any point was measured on both sides."""
+        return any(part.rows for part in self.sections.values())
+
+    @property
+    def regressions(self) -> tuple[Any, ...]:
+        """The rows each kind's regression rule fails (`--fail-on-regression`): significantly worse beyond the
+        threshold."""
+        return tuple(r for name, part in self.sections.items() for r in KINDS.get(name).regressions(part))
 
 
 def _one_sided(side: str, groups: Sequence[Group]) -> tuple[OneSided, ...]:
@@ -112,15 +137,11 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
     by_kind: dict[str, list[_align.Pair]] = {}
     for pair in alignment.pairs:
         by_kind.setdefault(_align.kind(pair.old.workload), []).append(pair)
-    sections = {name: KINDS.get(name).compare(pairs, old, new, options) for name, pairs in by_kind.items()}
-    empty = KindRows(())
-    throughput = sections.get("throughput", empty).rows
-    allreduce = sections.get("allreduce", empty).rows
-    tta = sections.get("tta", empty).rows
+    sections = {name: KINDS.get(name).compare(by_kind[name], old, new, options) for name in order(list(by_kind))}
     notes = tuple(n for part in sections.values() for n in part.notes)
     settings_changes = tuple(c for c in alignment.compared if c.path != "hosts" or not hw)
-    paired = any(r.ratio.method == stats.PAIRED for r in throughput)
-    interleave = None if paired or not throughput else interleave_command(old, new, store=store)
+    unpaired = any(KINDS.get(name).unpaired(part) for name, part in sections.items())
+    interleave = interleave_command(old, new, store=store) if unpaired else None
     if interleave:
         notes = (*notes, "OLD and NEW did not run interleaved, so a change of the machine between them counts as a "
                  f"difference of the stacks; to compare them on the same machine states run: {interleave}")
@@ -128,7 +149,7 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
         old=old_info, new=new_info, options=options, keys=alignment.keys,
         columns=_align.varying_keys(alignment),
         changes=changes(old, new, settings_changes, hw),
-        throughput=throughput, summaries=summaries(throughput), allreduce=allreduce, tta=tta,
+        sections=sections,
         old_only=_one_sided("OLD", alignment.old_only), new_only=_one_sided("NEW", alignment.new_only),
-        notes=(*((unknown,) if unknown else ()), *alignment.notes, *notes), sections=sections, interleave=interleave,
+        notes=(*((unknown,) if unknown else ()), *alignment.notes, *notes), interleave=interleave,
     )

@@ -1,53 +1,35 @@
-"""Comparison kinds: how the results of a family of workloads are summed up and compared.
+"""The built-in comparison kinds (repro.compare.kind registers them by name): throughput, allreduce, tta.
 
-    @KINDS.register("throughput", instance=True)
-    class Throughput:
-        def summary(self, record) -> str: ...                       # one line after a bench point
-        def compare(self, pairs, old, new, options) -> KindRows: ... # the aligned rows of a comparison
-
-Built in: throughput (items/sec: cnn, tf_cnn_benchmarks, imported logs), allreduce (per-size latency and
-bandwidth), tta (time to accuracy). A workload names its kind in its spec (repro.workloads.spec).
+Each owns its line after a bench point, its headline figure, its comparison rows, tables, JSON, figure panels
+and regression rule, and its end-of-sweep document and figure; the pieces it draws with live next to the
+data they draw (render.py, plot.py, repro.results.summary and figures).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
-from repro.compare.align import Pair
-from repro.compare.allreduce import allreduce_rows
-from repro.compare.throughput import Options, throughput_rows
-from repro.compare.tta import tta_rows
-from repro.registry import Registry
-from repro.results.record import RunRecord
+from repro.compare.kind import KINDS, Kind, KindRows, Panel, kind_name
+from repro.formats import Block, Document, Heading, Text
 
+if TYPE_CHECKING:
+    from repro.compare.align import Pair
+    from repro.compare.throughput import Options
+    from repro.results.record import RunRecord
 
-@dataclass(frozen=True)
-class KindRows:
-    """A kind's part of a comparison: its rows and notes."""
+# The comparison's modules are imported inside the methods that use them: the end-of-sweep report of
+# `repro bench` and `repro results table` needs none of them.
 
-    rows: tuple[Any, ...]
-    notes: tuple[str, ...] = ()
+__all__ = ["KINDS", "Allreduce", "KindRows", "Throughput", "TimeToAccuracy"]
 
 
-class Kind(Protocol):
-    name: str
-
-    def summary(self, record: RunRecord) -> str: ...
-
-    def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
-                options: Options) -> KindRows: ...
-
-
-KINDS: Registry[Kind] = Registry("comparison kind")
-
-
-@KINDS.register("throughput", instance=True)
-class Throughput:
+class Throughput(Kind):
     """items (images) per second, with speedup and scaling efficiency"""
 
     name = "throughput"
+    sequential = True
 
     def summary(self, record: RunRecord) -> str:
         from repro.results.metrics import throughput
@@ -56,27 +38,118 @@ class Throughput:
         took = f"({record.duration_s or 0:.1f} s)"
         return f"{ips:.1f} images/sec {took}" if ips else f"ok {took}"
 
-    def compare(self, pairs, old, new, options) -> KindRows:
-        mine = [r for r in old if kind_of_record(r) == self.name], [r for r in new if kind_of_record(r) == self.name]
-        return KindRows(throughput_rows(pairs, mine[0], mine[1], options))
+    def headline(self, record: RunRecord) -> tuple[float | None, str]:
+        from repro.results.metrics import throughput
+
+        return throughput(record), "images/sec"
+
+    def warnings(self, record: RunRecord, warmup: str) -> tuple[str, ...]:
+        from repro.results import steady
+
+        return tuple(steady.warnings(record, warmup))
+
+    def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
+                options: Options) -> KindRows:
+        from repro.compare.throughput import summaries, throughput_rows
+
+        mine = [r for r in old if kind_name(r) == self.name], [r for r in new if kind_name(r) == self.name]
+        rows = throughput_rows(pairs, mine[0], mine[1], options)
+        return KindRows(rows, summaries=summaries(rows))
+
+    def tables(self, c, part: KindRows) -> tuple[Block, ...]:
+        from repro.compare import render
+
+        return (render.throughput_table(c, part.rows),)
+
+    def summary_blocks(self, c, part: KindRows) -> tuple[Block, ...]:
+        from repro.compare import render
+
+        if not part.summaries:
+            return ()
+        return (Heading("Summary per model (NEW/OLD)"), Text(tuple(render.summary_lines(part.summaries)),
+                                                             bullets=True))
+
+    def data(self, c, part: KindRows) -> dict[str, Any]:
+        from repro.compare import render
+
+        return {"throughput": [{"point": dict(r.key), **render.row_dict(r)} for r in part.rows],
+                "summary": [asdict(s) for s in part.summaries]}
+
+    def unpaired(self, part: KindRows) -> bool:
+        from repro.results import stats
+
+        return bool(part.rows) and not any(r.ratio.method == stats.PAIRED for r in part.rows)
+
+    def panels(self, c, part: KindRows) -> tuple[Panel, ...]:
+        from repro.compare import plot
+
+        return plot.throughput_panels(c, part.rows)
+
+    def sweep_document(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
+                       baseline_workers: int | None = None, link: float | None = None) -> Document:
+        from repro.results import metrics, report
+
+        pts = metrics.points(records, warmup=warmup)
+        return report.scaling_document(metrics.scaling(pts, baseline_workers=baseline_workers))
+
+    def sweep_figure(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
+                     baseline_workers: int | None = None, link: float | None = None) -> Any:
+        from repro.results import metrics
+        from repro.results.figures import scaling_figure
+
+        pts = metrics.points(records, warmup=warmup)
+        return scaling_figure(metrics.scaling(pts, baseline_workers=baseline_workers))
 
 
-@KINDS.register("allreduce", instance=True)
-class Allreduce:
+class Allreduce(Kind):
     """all-reduce latency and bandwidth per message size"""
 
     name = "allreduce"
 
-    def summary(self, record: RunRecord) -> str:
-        return f"ok ({record.duration_s or 0:.1f} s)"
+    def headline(self, record: RunRecord) -> tuple[float | None, str]:
+        from repro.results.summary import GB, allreduce_sweeps
 
-    def compare(self, pairs, old, new, options) -> KindRows:
+        sweeps = allreduce_sweeps([record])
+        value = sweeps[0].average_busbw("horovod") if sweeps else None
+        return (value / GB if value is not None else None), "GB/s busbw"
+
+    def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
+                options: Options) -> KindRows:
+        from repro.compare.allreduce import allreduce_rows
+
         rows, notes = allreduce_rows(pairs, options)
         return KindRows(rows, tuple(notes))
 
+    def tables(self, c, part: KindRows) -> tuple[Block, ...]:
+        from repro.compare import render
 
-@KINDS.register("tta", instance=True)
-class TimeToAccuracy:
+        return (render.allreduce_table(c, part.rows),)
+
+    def data(self, c, part: KindRows) -> dict[str, Any]:
+        from repro.compare.allreduce import as_dict as allreduce_dict
+
+        return {"allreduce": [{"point": dict(r.key), **allreduce_dict(r)} for r in part.rows]}
+
+    def panels(self, c, part: KindRows) -> tuple[Panel, ...]:
+        from repro.compare import plot
+
+        return (Panel(lambda row, labels: plot.allreduce_row(row, part.rows, labels), speedup=True),)
+
+    def sweep_document(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
+                       baseline_workers: int | None = None, link: float | None = None) -> Document:
+        from repro.results.summary import allreduce_document
+
+        return allreduce_document(records, link)
+
+    def sweep_figure(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
+                     baseline_workers: int | None = None, link: float | None = None) -> Any:
+        from repro.results.figures import allreduce_figure
+        from repro.results.summary import allreduce_sweeps
+
+        return allreduce_figure(allreduce_sweeps(records, link))
+
+
+class TimeToAccuracy(Kind):
     """time to a target validation accuracy"""
 
     name = "tta"
@@ -87,11 +160,40 @@ class TimeToAccuracy:
             return f"reached {m.get('target')} in {m.get('time_to_accuracy_s', 0):.1f} s, {m.get('epochs')} epochs"
         return f"did not reach {m.get('target')} (top-1 {m.get('final_top1')}) in {m.get('epochs')} epochs"
 
-    def compare(self, pairs, old, new, options) -> KindRows:
+    def headline(self, record: RunRecord) -> tuple[float | None, str]:
+        m = record.metrics if record.status == "ok" else {}
+        value = m.get("time_to_accuracy_s") if m.get("reached") else None
+        return (float(value) if isinstance(value, (int, float)) else None), "s to accuracy"
+
+    def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
+                options: Options) -> KindRows:
+        from repro.compare.tta import tta_rows
+
         return KindRows(tta_rows(pairs, options))
 
+    def tables(self, c, part: KindRows) -> tuple[Block, ...]:
+        from repro.compare import render
 
-def kind_of_record(record: RunRecord) -> str:
-    from repro.workloads.catalog import kind_of
+        return (render.tta_table(c, part.rows),)
 
-    return kind_of(record.settings.workload)
+    def data(self, c, part: KindRows) -> dict[str, Any]:
+        from repro.compare.tta import as_dict as tta_dict
+
+        return {"tta": [{"point": dict(r.key), **tta_dict(r)} for r in part.rows]}
+
+    def panels(self, c, part: KindRows) -> tuple[Panel, ...]:
+        from repro.compare import plot
+
+        return (Panel(lambda row, labels: plot.tta_row(row, part.rows, labels)),)
+
+    def sweep_document(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
+                       baseline_workers: int | None = None, link: float | None = None) -> Document:
+        from repro.results.summary import tta_document
+
+        return tta_document(records)
+
+    def sweep_figure(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
+                     baseline_workers: int | None = None, link: float | None = None) -> Any:
+        from repro.results.figures import tta_figure
+
+        return tta_figure(records)

@@ -10,11 +10,13 @@ both stacks and both paths. Time to accuracy: the time of each side per point, l
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from repro.compare.align import format_value
 from repro.compare.core import Comparison, SideInfo
+from repro.compare.kind import KINDS, Panel
 from repro.compare.render import PATH_LABEL, column_label, display_columns, setting_words
 from repro.errors import ResultsError
 from repro.results.plots import (
@@ -54,14 +56,14 @@ def side_label(side: SideInfo, other: SideInfo) -> str:
     return f"{names} ({side.label})"
 
 
-def _series(c: Comparison) -> tuple[str, dict[str, list[Any]]]:
+def _series(c: Comparison, compared: Sequence[Any]) -> tuple[str, dict[str, list[Any]]]:
     """(the settings every series shares, {a series' own settings: its rows})."""
-    cols = [k for k in display_columns(c, c.throughput) if k not in ("workers", "hosts")]  # x axis: workers (hosts)
+    cols = [k for k in display_columns(c, compared) if k not in ("workers", "hosts")]  # x axis: workers (hosts)
     out: dict[str, list[Any]] = defaultdict(list)
-    for row in c.throughput:
+    for row in compared:
         values = dict(row.key)
         out[" · ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in cols) or "images/sec"].append(row)
-    first = dict(c.throughput[0].key) if c.throughput else {}
+    first = dict(compared[0].key) if compared else {}
     shared = " · ".join(setting_words(k, v) for k, v in first.items() if k not in cols and k not in
                         ("workers", "hosts") and v is not None)
     return shared, out
@@ -91,11 +93,25 @@ def _throughput_row(row: Any, title: str, rows: list[Any], labels: tuple[str, st
         draw_speedup(row.speedup, lines)
 
 
-def _allreduce_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
+def throughput_panels(c: Comparison, compared: Sequence[Any]) -> tuple[Panel, ...]:
+    """The throughput kind's rows of the figure: one per series, with a speedup plot where it has two points."""
+    shared, series = _series(c, compared)
+    wording = f"error bars: each side's {c.options.confidence:.0%} interval"
+
+    def panel(title: str, rows: list[Any]) -> Panel:
+        speedup = sum(r.old.efficiency is not None or r.new.efficiency is not None for r in rows) > 1
+        return Panel(lambda row, labels: _throughput_row(row, title, rows, labels), speedup=speedup,
+                     title=shared, note=wording)
+
+    return tuple(panel(title, rows) for title, rows in series.items())
+
+
+def allreduce_row(row: Any, compared: Sequence[Any], labels: tuple[str, str]) -> None:
+    """The allreduce kind's row of the figure: latency and bus bandwidth per message size."""
     lat, bw = row.bars, row.speedup
     for i, (side, label) in enumerate(zip(("old", "new"), labels, strict=True)):
         for path, style in (("horovod", "-"), ("raw", "--")):
-            pts = sorted((r.bytes, getattr(r, side)) for r in c.allreduce if r.path == path)
+            pts = sorted((r.bytes, getattr(r, side)) for r in compared if r.path == path)
             if not pts:
                 continue
             name = f"{label}: {PATH_LABEL.get(path, path)} ({pts[0][1].backend})" if path == "horovod" else \
@@ -111,40 +127,32 @@ def _allreduce_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
         ax.grid(True, which="both", alpha=0.3)
 
 
-def _tta_row(row: Any, c: Comparison, labels: tuple[str, str]) -> None:
+def tta_row(row: Any, compared: Sequence[Any], labels: tuple[str, str]) -> None:
+    """The tta kind's row of the figure: each side's time to accuracy per point."""
     groups = []
-    for r in c.tta:
+    for r in compared:
         n = dict(r.key).get("workers")
         ratio = ratio_label(r.speedup)
         groups.append(f"{n} worker{'s' if n != 1 else ''}{ratio}")
-    draw_bars(row.bars, groups, [Bars(labels[0], [r.old.time_to_accuracy_s for r in c.tta], color=0),
-                                 Bars(labels[1], [r.new.time_to_accuracy_s for r in c.tta], color=1)],
+    draw_bars(row.bars, groups, [Bars(labels[0], [r.old.time_to_accuracy_s for r in compared], color=0),
+                                 Bars(labels[1], [r.new.time_to_accuracy_s for r in compared], color=1)],
               ylabel="time to accuracy (s)", xlabel="(under each: OLD time / NEW time and its interval over runs)")
     row.bars.set_title("time to accuracy (mean over the runs that reached the target)", fontsize=10)
 
 
 def comparison_figure(c: Comparison) -> Any:
     """The figure of a comparison (matplotlib Figure; the caller saves or inspects it)."""
-    shared, series = _series(c)
-    kinds = [("throughput", title) for title in series] + [("allreduce", "")] * bool(c.allreduce) \
-        + [("tta", "")] * bool(c.tta)
-    if not kinds:
+    panels = [p for name, part in c.sections.items() if part.rows for p in KINDS.get(name).panels(c, part)]
+    if not panels:
         raise ResultsError("nothing to plot: no point was measured on both sides")
-    speedup = [kind == "allreduce" or (kind == "throughput" and sum(
-        r.old.efficiency is not None or r.new.efficiency is not None for r in series[title]) > 1)
-        for kind, title in kinds]
-    fig, rows = figure(len(kinds), speedup)
+    fig, rows = figure(len(panels), [p.speedup for p in panels])
     labels = (side_label(c.old, c.new), side_label(c.new, c.old))
-    for (kind, title), row in zip(kinds, rows, strict=True):
-        if kind == "throughput":
-            _throughput_row(row, title, series[title], labels)
-        elif kind == "allreduce":
-            _allreduce_row(row, c, labels)
-        else:
-            _tta_row(row, c, labels)
+    for panel, row in zip(panels, rows, strict=True):
+        panel.draw(row, labels)
     headline = c.changes.headline()
+    shared = next((p.title for p in panels if p.title), "")
     title = f"OLD {labels[0]} vs NEW {labels[1]}" + (f" · {shared}" if shared else "")
-    wording = f"error bars: each side's {c.options.confidence:.0%} interval" if c.throughput else ""
+    wording = "; ".join(dict.fromkeys(p.note for p in panels if p.note))
     finish(fig, "\n".join(x for x in (title, headline, wording) if x), *legend_entries(fig))
     return fig
 

@@ -3,15 +3,15 @@
 Every registered format renders it (table, markdown, csv, json, and any format added later). Settings
 that are the same on every row go to a caption line, numbers are right-aligned, and each caption says
 what its figures, ± and intervals are (docs/statistics.md). JSON is `to_dict` (format
-repro.comparison/1); CSV has one row per compared point (kind: throughput, allreduce, tta, old_only,
-new_only).
+repro.comparison/1); CSV has one row per compared point (kind: throughput, allreduce, tta, any registered
+kind, old_only, new_only). Each kind's tables, summary and JSON come from the kind (repro.compare.kind); the
+built-in kinds' tables are drawn by the builders here.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 from repro import formats
@@ -19,10 +19,11 @@ from repro.compare.align import Change, format_value
 from repro.compare.allreduce import PATHS, AllreduceRow
 from repro.compare.allreduce import as_dict as allreduce_dict
 from repro.compare.core import Comparison, OneSided, SideInfo
+from repro.compare.kind import KINDS, KindRows, order
 from repro.compare.throughput import Side as ThroughputSide
 from repro.compare.throughput import ThroughputRow
 from repro.compare.tta import as_dict as tta_dict
-from repro.formats import Block, Column, Document, Heading, Table, Text
+from repro.formats import Block, Column, Document, Table, Text
 from repro.results import stats
 from repro.results.report import STEP_FOOTNOTE
 
@@ -156,8 +157,9 @@ def _criterion(c: Comparison) -> str:
             "are no significant difference")
 
 
-def _throughput_table(c: Comparison) -> Table:
-    cols = display_columns(c, c.throughput)
+def throughput_table(c: Comparison, rows: Sequence[ThroughputRow]) -> Table:
+    """The throughput kind's table: images/sec of each side, NEW/OLD, its interval and verdict, efficiencies."""
+    cols = display_columns(c, rows)
     conf = f"{c.options.confidence:.0%}"
     columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols),
                *(Column(h, numeric=True) for h in ("OLD img/s", "OLD ±", "NEW img/s", "NEW ±", "NEW/OLD",
@@ -165,39 +167,39 @@ def _throughput_table(c: Comparison) -> Table:
                Column("verdict"), *(Column(h, numeric=True) for h in ("eff OLD", "eff NEW", "Δ eff"))]
     cells = [(*_key_cells(r.key, cols), _num(r.old.images_per_sec), _noise(r.old), _num(r.new.images_per_sec),
               _noise(r.new), _ratio(r.ratio.ratio), _interval(r.ratio), verdict_text(r.ratio),
-              _pct(r.old.efficiency), _pct(r.new.efficiency), _points(r.efficiency_change)) for r in c.throughput]
-    caption = [_constants(c, c.throughput, cols),
+              _pct(r.old.efficiency), _pct(r.new.efficiency), _points(r.efficiency_change)) for r in rows]
+    caption = [_constants(c, rows, cols),
                f"img/s: geometric mean over runs; ±: half-width of its {conf} Student t interval over runs, relative",
                f"NEW/OLD: ratio of the geometric means; interval: {conf}, Welch's t on log figures of runs (paired t "
                "for interleaved pairs)",
                _criterion(c),
                "eff: scaling efficiency (speedup / workers) of each side; Δ eff in percentage points; "
                "docs/statistics.md has the method"]
-    return Table(tuple(columns), tuple(cells), tuple({"kind": "throughput", **dict(r.key), **_row_dict(r)}
-                                                     for r in c.throughput),
+    return Table(tuple(columns), tuple(cells), tuple({"kind": "throughput", **dict(r.key), **row_dict(r)}
+                                                     for r in rows),
                  title="Throughput (images/sec): NEW/OLD", caption=tuple(x for x in caption if x),
-                 notes=tuple(_throughput_notes(c)), name="throughput")
+                 notes=tuple(_throughput_notes(c, rows)), name="throughput")
 
 
-def _point_name(c: Comparison, key: Sequence[tuple[str, Any]]) -> str:
+def _point_name(c: Comparison, rows: Sequence[ThroughputRow], key: Sequence[tuple[str, Any]]) -> str:
     values = dict(key)
-    return ", ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in display_columns(c, c.throughput))
+    return ", ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in display_columns(c, rows))
 
 
-def _throughput_notes(c: Comparison) -> list[str]:
+def _throughput_notes(c: Comparison, rows: Sequence[ThroughputRow]) -> list[str]:
     """What the table's figures rest on: few runs, step-only intervals, pairing, assumptions, warm-up."""
     lines = []
     if any(side.scope == stats.STEPS_SCOPE and side.noise is not None
-           for r in c.throughput for side in (r.old, r.new)):
+           for r in rows for side in (r.old, r.new)):
         lines.append(STEP_FOOTNOTE)
-    for r in c.throughput:
+    for r in rows:
         said = [r.ratio.note] if r.ratio.note else []
         if r.ratio.method == stats.PAIRED:
             said.append(f"{r.ratio.pairs} interleaved pairs: paired comparison")
         said += [f"efficiency {side}: {s.efficiency_note}" for side, s in (("OLD", r.old), ("NEW", r.new))
                  if s.efficiency_note]
         said += list(r.notes)
-        lines += [f"{_point_name(c, r.key)}: {text}" for text in said]
+        lines += [f"{_point_name(c, rows, r.key)}: {text}" for text in said]
     return lines
 
 
@@ -212,9 +214,10 @@ def _backends(rows: Sequence[AllreduceRow], path: str) -> str:
     return f"{label}, {', '.join(old)}" if same else f"{label}, OLD {', '.join(old)}; NEW {', '.join(new)}"
 
 
-def _allreduce_table(c: Comparison) -> Table:
-    cols = [k for k in display_columns(c, c.allreduce) if k != "model"]
-    rows = sorted(c.allreduce, key=lambda r: (PATHS.index(r.path) if r.path in PATHS else 9, r.key, r.dtype,
+def allreduce_table(c: Comparison, compared: Sequence[AllreduceRow]) -> Table:
+    """The allreduce kind's table: per path and message size, time and bus bandwidth of each side, the verdict."""
+    cols = [k for k in display_columns(c, compared) if k != "model"]
+    rows = sorted(compared, key=lambda r: (PATHS.index(r.path) if r.path in PATHS else 9, r.key, r.dtype,
                                               r.bytes))
     dtypes = len({r.dtype for r in rows}) > 1
     conf = f"{c.options.confidence:.0%}"
@@ -246,9 +249,10 @@ def _allreduce_table(c: Comparison) -> Table:
                  title="All-reduce: bus bandwidth NEW/OLD", caption=tuple(x for x in caption if x), name="allreduce")
 
 
-def _tta_table(c: Comparison) -> Table:
-    cols = display_columns(c, c.tta)
-    targets = {r.old.target or r.new.target for r in c.tta}
+def tta_table(c: Comparison, rows: Sequence[Any]) -> Table:
+    """The tta kind's table: time to accuracy of each side, how many runs reached it, the speed-up."""
+    cols = display_columns(c, rows)
+    targets = {r.old.target or r.new.target for r in rows}
     columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols),
                *([Column("target", True)] if len(targets) > 1 else []),
                *(Column(h, numeric=True) for h in ("TTA OLD (s)", "TTA NEW (s)", "reached OLD", "reached NEW",
@@ -258,21 +262,22 @@ def _tta_table(c: Comparison) -> Table:
               _num(r.old.time_to_accuracy_s), _num(r.new.time_to_accuracy_s),
               f"{r.old.reached}/{r.old.runs}", f"{r.new.reached}/{r.new.runs}", _ratio(r.speedup.ratio),
               _interval(r.speedup), verdict_text(r.speedup), _pct(r.old.final_top1), _pct(r.new.final_top1),
-              r.flag or "") for r in c.tta]
+              r.flag or "") for r in rows]
     target = f"target top-1 {_pct(next(iter(targets)))}" if len(targets) == 1 else ""
-    caption = [" · ".join(x for x in (_constants(c, c.tta, cols), target) if x),
+    caption = [" · ".join(x for x in (_constants(c, rows, cols), target) if x),
                "TTA: mean seconds until validation top-1 first reached the target, over the runs that reached it; "
                "top-1: final validation accuracy (mean over runs)",
                f"OLD/NEW: speed-up (>1: NEW is sooner), {c.options.confidence:.0%} interval over runs; "
                f"{_criterion(c)}"]
-    return Table(tuple(columns), tuple(cells), tuple({"kind": "tta", **dict(r.key), **tta_dict(r)} for r in c.tta),
+    return Table(tuple(columns), tuple(cells), tuple({"kind": "tta", **dict(r.key), **tta_dict(r)} for r in rows),
                  title="Time to accuracy: speed-up = OLD time / NEW time", caption=tuple(x for x in caption if x),
                  name="tta")
 
 
-def _summary_lines(c: Comparison) -> list[str]:
+def summary_lines(summaries: Sequence[Any]) -> list[str]:
+    """The throughput kind's summary per model: geometric mean of NEW/OLD and the count of each verdict."""
     lines = []
-    for s in c.summaries:
+    for s in summaries:
         gm = _ratio(s.geomean)
         lines.append(f"{s.model}: {gm} (geometric mean of {s.points} point{'s' if s.points != 1 else ''}: "
                      f"{s.faster} faster, {s.slower} slower, {s.same} no significant difference, "
@@ -300,13 +305,12 @@ def document(c: Comparison, *, quiet: bool = False) -> Document:
     """
     blocks: list[Block] = [] if quiet else [Text((_side_line(c.old), _side_line(c.new), _hardware_line(c),
                                                   *_changes_lines(c)), bullets=True)]
-    for builder, present in ((_throughput_table, c.throughput), (_allreduce_table, c.allreduce),
-                             (_tta_table, c.tta)):
-        if present:
-            blocks.append(builder(c))
-    if c.summaries:
-        blocks += [Heading("Summary per model (NEW/OLD)"), Text(tuple(_summary_lines(c)), bullets=True)]
-    if not (c.throughput or c.allreduce or c.tta):
+    parts = [(KINDS.get(name), part) for name, part in c.sections.items() if part.rows]
+    for kind, part in parts:
+        blocks += kind.tables(c, part)
+    for kind, part in parts:
+        blocks += kind.summary_blocks(c, part)
+    if not parts:
         blocks.append(Text(("No point was measured on both sides.",)))
     blocks += [_one_sided_table(c, items, side) for items, side in ((c.old_only, "OLD"), (c.new_only, "NEW"))
                if items]
@@ -328,7 +332,8 @@ def _change_dict(ch: Change) -> dict[str, Any]:
     return {"path": ch.path, "old": plain(ch.old), "new": plain(ch.new), "text": ch.render()}
 
 
-def _row_dict(r: ThroughputRow) -> dict[str, Any]:
+def row_dict(r: ThroughputRow) -> dict[str, Any]:
+    """A throughput row's figures as plain data."""
     return {
         "images_per_sec_old": r.old.images_per_sec, "images_per_sec_new": r.new.images_per_sec,
         "low_old": r.old.low, "high_old": r.old.high, "low_new": r.new.low, "high_new": r.new.high,
@@ -353,6 +358,15 @@ def _side_dict(s: SideInfo) -> dict[str, Any]:
                          "systems": list(hw.systems), "hosts": list(hw.hosts)}}
 
 
+def _kinds_data(c: Comparison) -> dict[str, Any]:
+    """Every registered kind's JSON keys, in registration order (a kind without rows: its empty lists)."""
+    empty = KindRows(())
+    out: dict[str, Any] = {}
+    for name in order([*KINDS.names(), *c.sections]):
+        out |= KINDS.get(name).data(c, c.sections.get(name, empty))
+    return out
+
+
 def to_dict(c: Comparison) -> dict[str, Any]:
     """The whole comparison as plain JSON data."""
     ch = c.changes
@@ -367,10 +381,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
                     "lock": [_change_dict(x) for x in ch.lock], "software": [_change_dict(x) for x in ch.software],
                     "settings": [_change_dict(x) for x in ch.settings],
                     "hardware": [_change_dict(x) for x in ch.hardware]},
-        "throughput": [{"point": dict(r.key), **_row_dict(r)} for r in c.throughput],
-        "summary": [asdict(s) for s in c.summaries],
-        "allreduce": [{"point": dict(r.key), **allreduce_dict(r)} for r in c.allreduce],
-        "tta": [{"point": dict(r.key), **tta_dict(r)} for r in c.tta],
+        **_kinds_data(c),
         "old_only": [{"point": dict(o.key), "runs": o.runs, "failed": o.failed} for o in c.old_only],
         "new_only": [{"point": dict(o.key), "runs": o.runs, "failed": o.failed} for o in c.new_only],
         "notes": list(c.notes),

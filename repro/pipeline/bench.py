@@ -396,11 +396,11 @@ class _Run:
     def warnings(self, rec: RunRecord) -> tuple[str, ...]:
         """The warm-up warnings of a successful throughput run, for the steps its figures use (--warmup); none for
         other kinds (an all-reduce or time-to-accuracy run has no steady state of step times to reach)."""
-        from repro.workloads.catalog import kind_of
+        from repro.compare.kind import kind_of_record
 
-        if rec.status != "ok" or kind_of(rec.settings.workload) != "throughput":
+        if rec.status != "ok":
             return ()
-        return steady.warnings(rec, self.options.warmup)
+        return kind_of_record(rec).warnings(rec, self.options.warmup)
 
     def point(self, point: Settings, repeat: int, label: str, n: int, total: int, *, pair: str | None = None) -> None:
         """Plan, run, collect and store one repeat of one point (Ctrl-C: stored as interrupted, then raised)."""
@@ -502,7 +502,7 @@ def _describe(point: Settings, repeat: int, repeats: int) -> str:
 
 
 def _summary(rec: RunRecord) -> str:
-    from repro.compare.kinds import KINDS
+    from repro.compare.kind import KINDS
     from repro.launch.workloads import WORKLOADS
 
     if rec.status != "ok":

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from repro.compare.kind import by_kind, results_document
 from repro.errors import InputError, ResultsError
 from repro.formats import Document
 from repro.results import metrics
 from repro.results.record import RunRecord
 from repro.results.select import Filters, records_of, select
 from repro.results.store import Store
-from repro.results.summary import by_kind, results_document
 from repro.workloads.catalog import kind_of
 
 
@@ -58,7 +58,7 @@ def tabulate(store: Store, selectors: Sequence[str], filters: Filters, *, kind: 
     document = results_document(records, **options)
     written = None
     if plot:
-        from repro.results.figures import plot_records
+        from repro.compare.kind import plot_records
 
         ok = [r for r in records if r.status == "ok"] or records
         written = plot_records(ok, plot, **options)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from repro.compare.kind import KINDS
 from repro.errors import InputError
 from repro.hosts.inventory import Inventory
 from repro.launch.points import SweepSpec
@@ -113,7 +114,7 @@ def until_verdict(stacks: Sequence[LoadedStack], inventory: Inventory, spec: Swe
         raise InputError(f"--until-verdict decides one point at a time; these flags make {len(sweeps[0].points)}",
                          hint="give one value each of --workers, --model, --batch-size, ...")
     point = sweeps[0].points[0]
-    if kind_of(point.workload) != "throughput":
+    if not KINDS.get(kind_of(point.workload)).sequential:
         raise InputError(f"--until-verdict compares throughput; the {point.workload} workload measures something "
                          "else", hint="use --repeats N and `repro compare`")
     runs = start_runs(loaded, sweeps, inventory, spec, options, store, out)

@@ -32,7 +32,7 @@ from repro.results.plots import (
 )
 from repro.results.record import RunRecord
 from repro.results.report import setting_text
-from repro.results.summary import GB, AllreduceSweep, allreduce_sweeps
+from repro.results.summary import GB, AllreduceSweep
 
 SERIES_KEYS = ("workload", "model", "batch", "precision", "xla", "data", "threads")
 
@@ -207,26 +207,6 @@ def tta_figure(records: Sequence[RunRecord]) -> Any:
     stacks = ", ".join(dict.fromkeys(r.stack.name for r in runs))
     finish(fig, f"{stacks}: time to accuracy", *legend_entries(fig))
     return fig
-
-
-def records_figure(records: Sequence[RunRecord], *, warmup: str = "fixed", baseline_workers: int | None = None,
-                   link: float | None = None) -> Any:
-    """The figure for these records, by their workload's comparison kind."""
-    from repro.results import metrics
-    from repro.workloads.catalog import kind_of
-
-    kind = kind_of(records[0].settings.workload) if records else "throughput"
-    if kind == "allreduce":
-        return allreduce_figure(allreduce_sweeps(records, link))
-    if kind == "tta":
-        return tta_figure(records)
-    pts = metrics.points(records, warmup=warmup)
-    return scaling_figure(metrics.scaling(pts, baseline_workers=baseline_workers))
-
-
-def plot_records(records: Sequence[RunRecord], path: str | Path, **options: Any) -> Path:
-    """Write the records' figure to a .png or .svg file."""
-    return save(records_figure(records, **options), path)
 
 
 def plot_scaling(rows: Sequence[ScalingRow], path: str | Path) -> Path:

@@ -1,4 +1,6 @@
-"""End-of-sweep reports `repro bench` prints, as documents (pure, from records).
+"""The built-in kinds' end-of-sweep reports `repro bench` prints, as documents (pure, from records).
+
+Which report a sweep gets is its comparison kind's choice (repro.compare.kind.sweep_document).
 
 CNN sweeps: the scaling table of seeds 000/001 (repro.results.report). All-reduce sweeps: per message
 size, both paths side by side (Horovod's and the raw MPI_Allreduce), nccl-tests' way: time, algbw and
@@ -398,67 +400,3 @@ def tta_document(records: Sequence[RunRecord]) -> Document:
 
 def tta_report(records: Sequence[RunRecord], fmt: str = "table") -> str:
     return render(tta_document(records), fmt)
-
-
-KIND_ORDER = ("throughput", "allreduce", "tta")  # the comparison kinds of repro.workloads' specs
-
-
-def by_kind(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
-    """The records of each comparison kind present, in KIND_ORDER (an unknown kind last)."""
-    from repro.workloads.catalog import kind_of
-
-    out: dict[str, list[RunRecord]] = {}
-    for rec in records:
-        out.setdefault(kind_of(rec.settings.workload), []).append(rec)
-    return {k: out[k] for k in sorted(out, key=lambda k: KIND_ORDER.index(k) if k in KIND_ORDER else 99)}
-
-
-def results_document(records: Sequence[RunRecord], *, warmup: str = "fixed", baseline_workers: int | None = None,
-                     link: float | None = None) -> Document:
-    """Every kind's report of these records, one after the other (`repro results table`); json: one kind's data
-    as `repro bench` writes it, several kinds' as {kind: data}."""
-    docs = {kind: sweep_document(group, warmup=warmup, baseline_workers=baseline_workers, link=link)
-            for kind, group in by_kind(records).items()}
-    if len(docs) == 1:
-        return next(iter(docs.values()))
-
-    def data(doc: Document) -> Any:
-        if doc.data is not None:
-            return doc.data
-        return [dict(row) for t in doc.tables for row in t.data]
-
-    return Document(tuple(b for d in docs.values() for b in d.blocks),
-                    data={kind: data(doc) for kind, doc in docs.items()})
-
-
-def headline(record: RunRecord) -> tuple[float | None, str]:
-    """One run's figure and its unit, for a listing: images/sec; all-reduce: Horovod's average bus bandwidth
-    (GB/s, as nccl-tests' "Avg bus bandwidth"); time to accuracy: seconds (None when not reached)."""
-    from repro.results.metrics import throughput
-    from repro.workloads.catalog import kind_of
-
-    kind = kind_of(record.settings.workload)
-    if kind == "allreduce":
-        sweeps = allreduce_sweeps([record])
-        value = sweeps[0].average_busbw("horovod") if sweeps else None
-        return (value / GB if value is not None else None), "GB/s busbw"
-    if kind == "tta":
-        m = record.metrics if record.status == "ok" else {}
-        value = m.get("time_to_accuracy_s") if m.get("reached") else None
-        return (float(value) if isinstance(value, (int, float)) else None), "s to accuracy"
-    return throughput(record), "images/sec"
-
-
-def sweep_document(records: Sequence[RunRecord], *, warmup: str = "fixed", baseline_workers: int | None = None,
-                   link: float | None = None) -> Document:
-    """The end-of-sweep report of these records, by their workload's comparison kind."""
-    from repro.results import metrics, report
-    from repro.workloads.catalog import kind_of
-
-    kind = kind_of(records[0].settings.workload) if records else "throughput"
-    if kind == "allreduce":
-        return allreduce_document(records, link)
-    if kind == "tta":
-        return tta_document(records)
-    pts = metrics.points(records, warmup=warmup)
-    return report.scaling_document(metrics.scaling(pts, baseline_workers=baseline_workers))

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from repro.cli import main
-from repro.compare.kinds import KINDS
+from repro.compare.kind import KINDS, Kind, KindRows
+from repro.formats import Document
 from repro.hosts.inventory import Host, Inventory
 from repro.launch.launchers import LAUNCHERS, Launcher
 from repro.launch.plan import LaunchPlan
@@ -117,7 +118,7 @@ class Inline(Scheduler):
         return runtime.run(plan, timeout, progress)
 
 
-class ToyCount:
+class ToyCount(Kind):
     """counts records"""
 
     name = "toycount"
@@ -126,9 +127,13 @@ class ToyCount:
         return f"toy: {len(record.ranks)} rank(s)"
 
     def compare(self, pairs, old, new, options):
-        from repro.compare.kinds import KindRows
-
         return KindRows(tuple((len(p.old.records), len(p.new.records)) for p in pairs))
+
+    def tables(self, c, part):
+        return ()
+
+    def sweep_document(self, records, **options):
+        return Document(())
 
 
 @pytest.fixture()

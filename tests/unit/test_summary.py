@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repro.results.figures import plot_records
+from repro.compare.kind import plot_records
 from repro.results.provenance import HostFacts, Link
 from repro.results.record import HostRef, RunRecord, Settings, StackRef
 from repro.results.summary import GB, GBIT, allreduce_report, allreduce_sweeps, tta_report
