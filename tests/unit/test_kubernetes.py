@@ -428,14 +428,29 @@ def test_the_rendered_objects_pass_the_real_crds_of_trainer_and_the_mpi_operator
     why = crd_skip_message(folder)
     if why:
         pytest.skip(why)
-    for kind in ("trainjob", "mpijob"):
-        plan = kube_plan(flags={"repro_k8s_kind": kind, "repro_k8s_crds": str(folder)})
-        assert load_crds(folder).problems(plan.objects[-1]) == []
+    crds = load_crds(folder)
+    for stack in STACKS:  # every shipped stack and workload, both kinds, every object a CRD describes
+        inventory = cluster(gpus=2 if stack_file(stack).stack.gpu else 0)
+        for workload in SMALL:
+            for kind in ("trainjob", "mpijob"):
+                plan = kube_plan(stack=stack, workload=workload, inventory=inventory,
+                                 flags={"repro_k8s_kind": kind, "repro_k8s_crds": str(folder)})
+                for found in plan.objects:
+                    assert crds.problems(found) == [], (stack, workload, kind, found["kind"])
     found = objects(kube_plan())
     found["TrainJob"]["spec"]["trainer"]["numProcPerNode"] = 0
     found["TrainJob"]["metadata"]["name"] = "Bad_Name"
-    text = "\n".join(load_crds(folder).problems(found["TrainJob"]))
+    text = "\n".join(crds.problems(found["TrainJob"]))
     assert "spec.trainer.numProcPerNode" in text and "metadata.name" in text
+    runtime = found["ClusterTrainingRuntime"]
+    runtime["spec"]["mlPolicy"]["torch"] = {}  # two policies
+    runtime["spec"]["mlPolicy"]["mpi"]["mpiImplementation"] = "MPICH"
+    text = "\n".join(crds.problems(runtime))
+    assert "spec.mlPolicy" in text and "mpiImplementation" in text, text
+    mpijob = objects(kube_plan(flags={"repro_k8s_kind": "mpijob"}))["MPIJob"]
+    mpijob["spec"]["mpiImplementation"] = "MPICH"
+    assert crds.problems(mpijob) == []  # the MPI Operator's CRD allows MPICH: repro refuses it by a rule of its own
+    assert "repro's mpirun command line is Open MPI's" in "\n".join(kube_check.problems([mpijob]))
 
 
 def test_the_emulated_operator_gives_the_pods_trainers_mpi_contract():
