@@ -208,19 +208,26 @@ def test_scancel_of_a_running_job_leaves_no_process(slurm_cluster: Cluster, tmp_
 # cluster does not enforce a limit.
 
 
-@pytest.mark.slow
-def test_a_node_dying_under_a_job_gives_node_fail_naming_it(slurm_cluster: Cluster, tmp_path: Path) -> None:
+def _a_2_node_job_meets(slurm_cluster: Cluster, tmp_path: Path, fault: str) -> tuple[str, Path]:
+    """Submit `srun sleep 300` on both nodes, inject `fault` on h2 once the sleeps run, and check that slurmctld
+    marks h2 DOWN ("Not responding") and the job NODE_FAIL; the job's id and its output file."""
     out = tmp_path / "job.out"
     job_id = submit(slurm_cluster, "#!/bin/sh\nsrun sleep 300\n",
                     ["-N2", "--no-requeue", "-o", str(out)])  # Slurm's default would requeue the job
     wait_job(slurm_cluster, job_id, states=frozenset({"RUNNING"}), timeout=60)
     wait_for(lambda: running_on_both_hosts(slurm_cluster, job_id, "/usr/bin/sleep"), "sleep on h1 and h2")
-    with slurm_cluster.faulted("slurmd-kill", "h2"):
+    with slurm_cluster.faulted(fault, "h2"):
         job = wait_job(slurm_cluster, job_id, timeout=slurm_cluster.slurm.slurmd_timeout_s * 3 + 60)
         assert (job["JobState"], job["Reason"], job["NodeList"]) == ("NODE_FAIL", "NodeDown", "h[1-2]")
         node = slurm(slurm_cluster, ["scontrol", "show", "node", "-o", "h2"]).stdout
         assert "State=DOWN" in node and "Reason=Not responding" in node
-        assert "Node failure on h2" in out.read_text()
+    return job_id, out
+
+
+@pytest.mark.slow
+def test_a_node_dying_under_a_job_gives_node_fail_naming_it(slurm_cluster: Cluster, tmp_path: Path) -> None:
+    job_id, out = _a_2_node_job_meets(slurm_cluster, tmp_path, "slurmd-kill")
+    assert "Node failure on h2" in out.read_text()
     wait_for(lambda: job_processes(job_id) == [], f"no process of job {job_id}", timeout=30)
     assert show_job(slurm_cluster, job_id)["JobState"] == "NODE_FAIL"
 
@@ -230,15 +237,7 @@ def test_a_node_losing_its_link_under_a_job_gives_node_fail_and_returns(slurm_cl
     """h2's link goes down mid-job (its slurmd and the job's processes keep running, unreachable): slurmctld
     marks h2 DOWN and the job NODE_FAIL; once the link is back, h2's part of the job is killed and the node
     returns to service (ReturnToService=2) without anyone restarting anything."""
-    out = tmp_path / "job.out"
-    job_id = submit(slurm_cluster, "#!/bin/sh\nsrun sleep 300\n", ["-N2", "--no-requeue", "-o", str(out)])
-    wait_job(slurm_cluster, job_id, states=frozenset({"RUNNING"}), timeout=60)
-    wait_for(lambda: running_on_both_hosts(slurm_cluster, job_id, "/usr/bin/sleep"), "sleep on h1 and h2")
-    with slurm_cluster.faulted("link-down", "h2"):
-        job = wait_job(slurm_cluster, job_id, timeout=slurm_cluster.slurm.slurmd_timeout_s * 3 + 60)
-        assert (job["JobState"], job["Reason"], job["NodeList"]) == ("NODE_FAIL", "NodeDown", "h[1-2]")
-        node = slurm(slurm_cluster, ["scontrol", "show", "node", "-o", "h2"]).stdout
-        assert "State=DOWN" in node and "Reason=Not responding" in node
+    job_id, _ = _a_2_node_job_meets(slurm_cluster, tmp_path, "link-down")
     wait_for(lambda: job_processes(job_id) == [], f"no process of job {job_id}", timeout=90)
     wait_nodes_idle(slurm_cluster)
     assert show_job(slurm_cluster, job_id)["JobState"] == "NODE_FAIL"
