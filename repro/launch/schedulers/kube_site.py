@@ -32,29 +32,28 @@ from repro.launch.schedulers.kube_options import OPTIONS as FLAG_OPTIONS
 @dataclass(frozen=True)
 class KubeOption:
     """One site setting of the kubernetes scheduler, declared: its key in repro.toml's [kubernetes] table, its
-    inventory variable, the `repro bench` flag that overrides both (if any) and what it means."""
+    inventory variable and what it means. The `repro bench` flags that override some of them are declared once,
+    for the CLI, in kube_options (FLAGS below)."""
 
     key: str
     variable: str
-    flag: str | None
     help: str
 
 
 OPTIONS = (
-    KubeOption("namespace", "repro_k8s_namespace", "--namespace", "namespace of the jobs (default: default)"),
-    KubeOption("kind", "repro_k8s_kind", "--k8s-kind", "trainjob (Trainer v2, default) or mpijob (MPI Operator)"),
-    KubeOption("crds", "repro_k8s_crds", "--crds", "a folder of the cluster's CRD files to validate against"),
-    KubeOption("runtime", "repro_k8s_runtime", None,
+    KubeOption("namespace", "repro_k8s_namespace", "namespace of the jobs (default: default)"),
+    KubeOption("kind", "repro_k8s_kind", "trainjob (Trainer v2, default) or mpijob (MPI Operator)"),
+    KubeOption("crds", "repro_k8s_crds", "a folder of the cluster's CRD files to validate against"),
+    KubeOption("runtime", "repro_k8s_runtime",
                "an existing (Cluster)TrainingRuntime to reference instead of repro's own"),
-    KubeOption("runtime_kind", "repro_k8s_runtime_kind", None, "ClusterTrainingRuntime (default) or TrainingRuntime"),
-    KubeOption("service_account", "repro_k8s_service_account", None, "the pods' service account"),
-    KubeOption("image_pull_secret", "repro_k8s_image_pull_secret", None, "the pods' imagePullSecrets"),
-    KubeOption("registry", "repro_k8s_registry", None, "prefix of the image reference (default: repro_registry)"),
-    KubeOption("gpus_per_pod", "repro_k8s_gpus_per_pod", None,
-               "GPUs per rank pod (default: one per rank for a GPU stack)"),
-    KubeOption("node_selector", "repro_k8s_node_selector", None, "a mapping of node label to value"),
-    KubeOption("tolerations", "repro_k8s_tolerations", None, "a list of {key, operator, value, effect}"),
-    KubeOption("env_secret", "repro_k8s_env_secret", None,
+    KubeOption("runtime_kind", "repro_k8s_runtime_kind", "ClusterTrainingRuntime (default) or TrainingRuntime"),
+    KubeOption("service_account", "repro_k8s_service_account", "the pods' service account"),
+    KubeOption("image_pull_secret", "repro_k8s_image_pull_secret", "the pods' imagePullSecrets"),
+    KubeOption("registry", "repro_k8s_registry", "prefix of the image reference (default: repro_registry)"),
+    KubeOption("gpus_per_pod", "repro_k8s_gpus_per_pod", "GPUs per rank pod (default: one per rank for a GPU stack)"),
+    KubeOption("node_selector", "repro_k8s_node_selector", "a mapping of node label to value"),
+    KubeOption("tolerations", "repro_k8s_tolerations", "a list of {key, operator, value, effect}"),
+    KubeOption("env_secret", "repro_k8s_env_secret",
                "the Secret holding the values of secret-named variables (default: repro-env)"),
 )
 CONFIG_TABLE = "kubernetes"  # the table of the site configuration file (repro/resources.py) these options read
