@@ -17,7 +17,6 @@ row per size), so `repro compare` sets a PyTorch stack's all-reduce against a Ho
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -158,4 +157,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _torch.exit_process(main())

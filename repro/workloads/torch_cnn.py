@@ -16,7 +16,6 @@ is defined as `cnn` defines it (global batch x steps / the slowest rank's total 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -166,4 +165,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _torch.exit_process(main())

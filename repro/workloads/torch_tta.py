@@ -21,7 +21,6 @@ and includes validation; the run stops at the end of the first epoch whose top-1
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -278,4 +277,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _torch.exit_process(main())
