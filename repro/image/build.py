@@ -7,6 +7,8 @@ and any change of stack, templates, workloads or build options gives a new tag.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import os
@@ -14,7 +16,7 @@ import re
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -452,6 +454,44 @@ def build(plan: BuildPlan, *, client: docker.DockerClient, log_path: Path | None
     existing = image_id(client, plan.tag)
     if existing:
         return BuildOutcome(plan.tag, existing, False, time.monotonic() - t0, None, started, _now())
+    # Two `repro up` of one stack on one engine (two shells, two CI jobs) build it once: the second waits for the
+    # first's build, then finds the tag.
+    with _build_lock(client, plan.tag, progress):
+        existing = image_id(client, plan.tag)
+        if existing:
+            return BuildOutcome(plan.tag, existing, False, time.monotonic() - t0, None, started, _now())
+        return _build_now(plan, client, log_path, progress, started, t0)
+
+
+def _build_lock_path(client: docker.DockerClient, tag: str) -> Path:
+    """The lock file of builds of `tag` on this engine (its ID tells engines apart), in the repro cache."""
+    try:
+        engine_id = str(client.info().get("ID", ""))
+    except Exception as exc:  # the SDK raises its own errors, requests' and OSError
+        raise BackendUnavailable(f"the Docker engine did not answer: {exc}") from exc
+    digest = hashlib.sha256(f"{engine_id}\0{tag}".encode()).hexdigest()[:16]
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "repro" / "locks" / f"build-{digest}.lock"
+
+
+@contextlib.contextmanager
+def _build_lock(client: docker.DockerClient, tag: str, progress: Progress) -> Iterator[None]:
+    path = _build_lock_path(client, tag)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another build of {tag} on this engine to finish")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build_now(plan: BuildPlan, client: docker.DockerClient, log_path: Path | None, progress: Progress,
+               started: str, t0: float) -> BuildOutcome:
     require_base(client, plan.base_image, progress, plan.base_recipe)
     log = log_path.open("w", encoding="utf-8") if log_path else open(os.devnull, "w")  # noqa: SIM115
     try:

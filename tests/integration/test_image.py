@@ -184,6 +184,41 @@ def test_failed_build_step_shows_the_step_and_its_output(base_image, store, tmp_
     assert store.lock(load_stack(path).hash) is None
 
 
+def test_two_builds_of_one_tag_on_one_engine_build_once(base_image, docker_client):
+    """Two `repro up` of one stack at once (two shells, two CI jobs on one engine): one builds, the other waits
+    for it and finds the tag."""
+    import threading
+    import uuid
+
+    from repro.image.build import BuildPlan, build
+
+    key = uuid.uuid4().hex[:16]
+    plan = BuildPlan(stack="lock-test", stack_hash=key, image_hash=key, base_image="debian:12",
+                     dockerfile=f"FROM debian:12\nRUN sleep 3 && echo {key} > /built\n", files=(), build_args=(),
+                     key=key)
+    outcomes, lines, errors = [], [], []
+
+    def one() -> None:
+        try:
+            outcomes.append(build(plan, client=docker_client, progress=lines.append))
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=600)
+        assert errors == [] and len(outcomes) == 2
+        assert sorted(o.built for o in outcomes) == [False, True]
+        assert outcomes[0].image_id == outcomes[1].image_id == image_id(docker_client, plan.tag)
+        assert f"waiting for another build of {plan.tag} on this engine to finish" in lines
+    finally:
+        if image_id(docker_client, plan.tag):
+            docker_client.images.remove(plan.tag, force=True)
+
+
 # -- shipping -------------------------------------------------------------------------------------------------
 
 
