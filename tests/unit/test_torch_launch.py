@@ -142,6 +142,23 @@ def test_mpirun_passes_the_rendezvous_torch_needs():
     assert "MASTER_PORT=29500" in argv and argv[-len(COMMAND):] == COMMAND
 
 
+def test_mpirun_on_this_machine_alone_takes_a_free_port_for_the_rendezvous():
+    import socket
+
+    local = Inventory("local", (Host(name="localhost", address="127.0.0.1", slots=2, local=True),))
+    argv = LAUNCHERS.get("mpirun").argv(place(local, 2), COMMAND, [], interface="lo", ssh=None, forwarded=())
+    assert "MASTER_ADDR=127.0.0.1" in argv
+    port = int(next(a for a in argv if a.startswith("MASTER_PORT="))[len("MASTER_PORT="):])
+    with socket.socket() as taken:  # one a running job holds is never given
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        held = taken.getsockname()[1]
+        ports = {int(next(a for a in LAUNCHERS.get("mpirun").argv(place(local, 2), COMMAND, [], interface="lo",
+                                                                  ssh=None, forwarded=())
+                          if a.startswith("MASTER_PORT="))[len("MASTER_PORT="):]) for _ in range(20)}
+    assert 1024 < port < 65536 and held not in ports
+
+
 # --------------------------------------------------------------------------- rank variables
 
 

@@ -5,6 +5,7 @@ daemons through Slurm: no -H, no SSH."""
 from __future__ import annotations
 
 import re
+import socket
 
 from repro.errors import InputError
 from repro.launch.launchers import LAUNCHERS, Allocation, Launcher, MpiNeed, SshOptions
@@ -65,9 +66,19 @@ class Mpirun(Launcher):
 
 def rendezvous(placement: tuple[Placement, ...], local: bool) -> list[str]:
     """MASTER_ADDR and MASTER_PORT for torch.distributed's env:// start-up (Open MPI sets only OMPI_COMM_WORLD_*):
-    the first host, where rank 0 runs. Horovod's workloads ignore them."""
+    the first host, where rank 0 runs. Horovod's workloads ignore them. On this machine alone the port is one
+    the kernel says is free now, so that two runs at once (two sweeps, two test workers) do not take the same;
+    across hosts it is torch's default, which the first host must have free."""
     address = "127.0.0.1" if local else placement[0].host.address
-    return ["-x", f"MASTER_ADDR={address}", "-x", f"MASTER_PORT={MASTER_PORT}"]
+    port = free_local_port() if local else MASTER_PORT
+    return ["-x", f"MASTER_ADDR={address}", "-x", f"MASTER_PORT={port}"]
+
+
+def free_local_port() -> int:
+    """A TCP port of 127.0.0.1 that no socket holds now (the kernel's choice of an ephemeral port)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _common(interface: str) -> list[str]:
