@@ -49,6 +49,7 @@ fresh_teardown() {
   local rc=$?
   trap - EXIT INT TERM
   if [ -n "$PYTEST_PID" ] && kill -0 "$PYTEST_PID" 2>/dev/null; then
+    pkill -TERM -P "$PYTEST_PID" 2>/dev/null || true # the xdist workers first: each tears its cluster down
     kill -TERM "$PYTEST_PID" 2>/dev/null || true
     wait "$PYTEST_PID" 2>/dev/null || true
   fi
@@ -113,13 +114,23 @@ log "lint: $((SECONDS - phase_start)) s"
 # the integration tests; tests/conftest.py prints each phase's time before pytest's summary line, and
 # --durations the 30 slowest tests: where the CI budget goes.
 export REPRO_TESTS_STRICT=1
+# Two pytest-xdist workers: much of the integration time is waiting (on Slurm, on a lost host, on sshd, on a
+# time limit), which the other worker fills. tests/conftest.py keeps each test cluster, the README job and each
+# integration module on one worker. REPRO_TEST_WORKERS=0 runs everything in one process.
+WORKERS=${REPRO_TEST_WORKERS:-2}
+[[ $WORKERS =~ ^[0-9]+$ ]] || { log "REPRO_TEST_WORKERS must be a number of workers (0: none)"; exit 2; }
+PARALLEL=()
+if [ "$WORKERS" -gt 0 ]; then
+  PARALLEL=(-n "$WORKERS" --dist loadgroup)
+fi
 if [ "$FRESH" = 0 ]; then
-  exec python -m pytest tests/unit tests/integration -p no:cacheprovider --durations=30 "$@"
+  exec python -m pytest tests/unit tests/integration -p no:cacheprovider --durations=30 "${PARALLEL[@]}" "$@"
 fi
 phase_start=$SECONDS
 # In the background, so that INT/TERM reach the traps at once (not after pytest ends); the EXIT trap
-# sends pytest one SIGTERM, which tests/cluster/fixtures.py turns into a clean teardown of the cluster.
-python -m pytest tests/unit tests/integration -p no:cacheprovider --durations=30 "$@" &
+# sends the workers and pytest SIGTERM, which tests/cluster/fixtures.py turns into a clean teardown of the
+# clusters.
+python -m pytest tests/unit tests/integration -p no:cacheprovider --durations=30 "${PARALLEL[@]}" "$@" &
 PYTEST_PID=$!
 status=0
 wait "$PYTEST_PID" || status=$?

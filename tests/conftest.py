@@ -64,21 +64,60 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--reverse"):
         items.reverse()
+    _mark_worker_groups(items)
+
+
+# Under pytest-xdist (`-n 2 --dist loadgroup`, as scripts/test.sh runs the suite) every worker is a session of
+# its own: a session fixture runs once per worker that uses it. A test cluster exists once per machine under its
+# name, so every module that uses one runs on one worker: the modules of a cluster fixture form one group; those
+# sharing the README job another (it runs once); any other integration module is a group of its own (its module
+# fixtures run once); unit tests go one by one to whichever worker is free.
+SHARED_FIXTURE_GROUPS = (("slurm_cluster", "slurm-cluster"), ("cluster", "ssh-cluster"), ("readme_job", "readme-job"))
+
+
+def worker_group(path: Path, fixtures: set[str]) -> str | None:
+    """The xdist group of an integration module whose tests use `fixtures` (None for a unit test module)."""
+    if "integration" not in path.parts:
+        return None
+    groups = [group for fixture, group in SHARED_FIXTURE_GROUPS if fixture in fixtures]
+    if len(groups) > 1 and "slurm-cluster" in groups and "ssh-cluster" in groups:
+        raise pytest.UsageError(f"{path}: a module uses both test clusters; split it (each cluster runs on one "
+                                "pytest-xdist worker)")
+    return groups[0] if groups else f"module:{path.stem}"
+
+
+def _mark_worker_groups(items: list[pytest.Item]) -> None:
+    modules: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+    for path, tests in modules.items():
+        group = worker_group(path, {name for test in tests for name in getattr(test, "fixturenames", ())})
+        if group is not None:
+            for test in tests:
+                test.add_marker(pytest.mark.xdist_group(group))
 
 
 class PhaseTimes:
     """Time spent per phase of the suite (its directory under tests/: unit, integration), printed before
-    pytest's summary line: scripts/test.sh reports setup and lint, this the rest."""
+    pytest's summary line: scripts/test.sh reports setup and lint, this the rest. Under pytest-xdist the tests'
+    times are summed over the workers, and the span from the phase's first test start to its last test end
+    is printed beside them."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
         self.seconds: dict[str, float] = {}
         self.tests: dict[str, set[str]] = {}
+        self.spans: dict[str, tuple[float, float]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         parts = report.nodeid.split("/")
         phase = parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
         self.seconds[phase] = self.seconds.get(phase, 0.0) + report.duration
         self.tests.setdefault(phase, set()).add(report.nodeid)
+        start, stop = getattr(report, "start", None), getattr(report, "stop", None)
+        if start is not None and stop is not None:
+            first, last = self.spans.get(phase, (start, stop))
+            self.spans[phase] = (min(first, start), max(last, stop))
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.seconds:
@@ -86,12 +125,18 @@ class PhaseTimes:
         terminalreporter.section("time per phase")
         for phase in sorted(self.seconds, key=lambda p: ("unit", "integration").index(p)
                             if p in ("unit", "integration") else 2):
-            terminalreporter.write_line(f"{phase}: {self.seconds[phase]:.0f} s in {len(self.tests[phase])} tests "
-                                        "(setup, call and teardown)")
+            line = f"{phase}: {self.seconds[phase]:.0f} s in {len(self.tests[phase])} tests (setup, call and teardown"
+            if self.workers > 1 and phase in self.spans:
+                first, last = self.spans[phase]
+                line += f", summed over {self.workers} workers; first start to last end: {last - first:.0f} s"
+            terminalreporter.write_line(line + ")")
 
 
 def _register_phase_times(config: pytest.Config) -> None:
-    config.pluginmanager.register(PhaseTimes(), "repro-phase-times")
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller sums its reports
+        return
+    workers = getattr(config.option, "numprocesses", None) or 0
+    config.pluginmanager.register(PhaseTimes(workers if isinstance(workers, int) else 0), "repro-phase-times")
 
 
 @pytest.fixture(scope="session")
