@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -62,39 +62,74 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(trylast=True)  # after pytest grouped the tests by their higher-scoped fixtures' parameters
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    check_worker_groups(items)
     if config.getoption("--reverse"):
         items.reverse()
-    _mark_worker_groups(items)
 
 
 # Under pytest-xdist (`-n 2 --dist loadgroup`, as scripts/test.sh runs the suite) every worker is a session of
 # its own: a session fixture runs once per worker that uses it. A test cluster exists once per machine under its
-# name, so every module that uses one runs on one worker: the modules of a cluster fixture form one group; those
-# sharing the README job another (it runs once); any other integration module is a group of its own (its module
-# fixtures run once); unit tests go one by one to whichever worker is free.
+# name, so every module that uses one runs on one worker: the modules of a cluster fixture form one group, those
+# sharing the README job another (it runs once), any other integration module is a group of its own (its module
+# fixtures run once), and unit tests go one by one to whichever worker is free. The table is checked against the
+# fixtures each module really uses when the tests are collected (`check_worker_groups`). (pytest-xdist's own
+# `xdist_group` marks cannot carry this: they rename the tests' ids, which pytest 9 no longer lets them do.)
 SHARED_FIXTURE_GROUPS = (("slurm_cluster", "slurm-cluster"), ("cluster", "ssh-cluster"), ("readme_job", "readme-job"))
+WORKER_GROUPS = {
+    "test_bench_cluster.py": "ssh-cluster", "test_cluster.py": "ssh-cluster", "test_image.py": "ssh-cluster",
+    "test_conditions_cluster.py": "ssh-cluster", "test_kube_torch.py": "ssh-cluster", "test_prepare.py": "ssh-cluster",
+    "test_watch.py": "ssh-cluster",
+    "test_bench_slurm.py": "slurm-cluster", "test_slurm_cluster.py": "slurm-cluster",
+    "test_bench_local.py": "readme-job", "test_compare_real.py": "readme-job",
+}
 
 
-def worker_group(path: Path, fixtures: set[str]) -> str | None:
-    """The xdist group of an integration module whose tests use `fixtures` (None for a unit test module)."""
-    if "integration" not in path.parts:
-        return None
+def worker_group(nodeid: str) -> str:
+    """The pytest-xdist work unit of a test: its integration module's group, else the test alone."""
+    path = nodeid.split("::", 1)[0]
+    if not path.startswith("tests/integration/"):
+        return nodeid
+    name = path.rsplit("/", 1)[-1]
+    return WORKER_GROUPS.get(name, path)
+
+
+def needed_group(fixtures: set[str]) -> str | None:
+    """The group a module must be in for the shared fixtures its tests use (None: any)."""
     groups = [group for fixture, group in SHARED_FIXTURE_GROUPS if fixture in fixtures]
-    if len(groups) > 1 and "slurm-cluster" in groups and "ssh-cluster" in groups:
-        raise pytest.UsageError(f"{path}: a module uses both test clusters; split it (each cluster runs on one "
-                                "pytest-xdist worker)")
-    return groups[0] if groups else f"module:{path.stem}"
+    if "slurm-cluster" in groups and "ssh-cluster" in groups:
+        raise ValueError("it uses both test clusters; split it (each cluster runs on one pytest-xdist worker)")
+    return groups[0] if groups else None
 
 
-def _mark_worker_groups(items: list[pytest.Item]) -> None:
-    modules: dict[Path, list[pytest.Item]] = {}
+def check_worker_groups(items: list[pytest.Item]) -> None:
+    """Refuse an integration module whose shared fixtures WORKER_GROUPS does not put on their one worker."""
+    modules: dict[Path, set[str]] = {}
     for item in items:
-        modules.setdefault(item.path, []).append(item)
-    for path, tests in modules.items():
-        group = worker_group(path, {name for test in tests for name in getattr(test, "fixturenames", ())})
-        if group is not None:
-            for test in tests:
-                test.add_marker(pytest.mark.xdist_group(group))
+        modules.setdefault(item.path, set()).update(getattr(item, "fixturenames", ()))
+    for path, fixtures in modules.items():
+        if "integration" not in path.parts:
+            continue
+        try:
+            wanted = needed_group(fixtures)
+        except ValueError as exc:
+            raise pytest.UsageError(f"{path}: {exc}") from None
+        if wanted is not None and WORKER_GROUPS.get(path.name) != wanted:
+            raise pytest.UsageError(f"{path}: its tests use the fixture of group {wanted!r}; add "
+                                    f"\"{path.name}\": \"{wanted}\" to WORKER_GROUPS in tests/conftest.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadgroup with the groups above (xdist's loadscope scheduling, scopes from `worker_group`)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 class PhaseTimes:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -145,21 +146,24 @@ def _args(path: Path):
 
 
 @pytest.fixture(scope="module")
-def test_key(tmp_path_factory) -> tuple[Path, str]:
+def test_key(tmp_path_factory) -> Iterator[tuple[Path, str]]:
     if shutil.which("gpg") is None:
         skip_or_fail("gpg is not installed")
     home = tmp_path_factory.mktemp("gnupg")
     env = dict(os.environ, GNUPGHOME=str(home))
-    subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-generate-key", "repro test <t@example.invalid>",
-                    "ed25519", "sign", "never"], env=env, check=True, capture_output=True, timeout=60)
-    listing = subprocess.run(["gpg", "--batch", "--with-colons", "--fingerprint"], env=env, check=True,
-                             capture_output=True, text=True, timeout=60).stdout
-    fpr = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr"))
-    armored = subprocess.run(["gpg", "--batch", "--armor", "--export", fpr], env=env, check=True,
-                             capture_output=True, timeout=60).stdout
-    key = home / "test.pub"
-    key.write_bytes(armored)
-    return key, fpr
+    try:
+        subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-generate-key", "repro test <t@example.invalid>",
+                        "ed25519", "sign", "never"], env=env, check=True, capture_output=True, timeout=60)
+        listing = subprocess.run(["gpg", "--batch", "--with-colons", "--fingerprint"], env=env, check=True,
+                                 capture_output=True, text=True, timeout=60).stdout
+        fpr = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr"))
+        armored = subprocess.run(["gpg", "--batch", "--armor", "--export", fpr], env=env, check=True,
+                                 capture_output=True, timeout=60).stdout
+        key = home / "test.pub"
+        key.write_bytes(armored)
+        yield key, fpr
+    finally:  # gpg started an agent for this home: stop it, or it outlives the session
+        subprocess.run(["gpgconf", "--kill", "gpg-agent"], env=env, capture_output=True, timeout=60, check=False)
 
 
 def _run_key_steps(tmp_path: Path, key: Path, fingerprint: str) -> subprocess.CompletedProcess[str]:
