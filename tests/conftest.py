@@ -18,6 +18,7 @@ ran before (in this session or on this machine), so tests pass in any order, alo
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -52,6 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     tools = str(Path(sys.executable).parent)
     if tools not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = os.pathsep.join(filter(None, [tools, os.environ.get("PATH")]))
+    _default_sigint()
     _register_phase_times(config)
 
 
@@ -165,6 +167,16 @@ class PhaseTimes:
                 first, last = self.spans[phase]
                 line += f", summed over {self.workers} workers; first start to last end: {last - first:.0f} s"
             terminalreporter.write_line(line + ")")
+
+
+def _default_sigint() -> None:
+    """Python's own Ctrl-C handler in this pytest process, should it have started with SIGINT ignored, as every
+    command started with `&` by a non-interactive shell does (scripts/test.sh runs pytest so) and as pytest-xdist's
+    workers inherit. An ignored signal stays ignored across exec: every process a test starts (repro, mpirun, a
+    workload, a pytest child that interrupts itself) would ignore Ctrl-C, unlike under a terminal. (Before, a test
+    that ran repro's CLI in-process happened to set a handler first; a worker that ran no such test did not.)"""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _register_phase_times(config: pytest.Config) -> None:
