@@ -4,12 +4,17 @@
 # across network-namespace hosts; see docs/testing.md). Extra arguments go to pytest. It prints the time of
 # each phase (setup, lint, unit, integration) and the 30 slowest tests.
 #
-#   scripts/test.sh [PYTEST ARGS...]           this checkout's .venv, ~/.cache/repro, the machine's dockerd
-#   scripts/test.sh --fresh [PYTEST ARGS...]   as on a new machine: an empty Docker engine of its own, an
-#                                              empty repro cache and a new virtual environment, all in a
-#                                              temporary directory that is removed afterwards
+#   scripts/test.sh [PYTEST ARGS...]              this checkout's .venv, ~/.cache/repro, the machine's dockerd
+#   scripts/test.sh --fresh [PYTEST ARGS...]      on a new machine: this command (as CI runs it) inside a
+#                                                 privileged container made from a freshly bootstrapped Debian
+#                                                 12, with a fresh clone of the checkout (scripts/new-machine.sh)
+#   scripts/test.sh --fresh-here [PYTEST ARGS...] lighter: on this machine, with an empty Docker engine of its
+#                                                 own, an empty repro cache and a new virtual environment, all
+#                                                 in a temporary directory that is removed afterwards
 #
-# --fresh starts its own dockerd (own socket, data root and exec root under the temporary directory,
+# --fresh proves what a new machine does (nothing of this machine's /run, /etc, packages or caches leaks in);
+# --fresh-here proves the build of the images, wheels and environment from nothing, in less time.
+# --fresh-here starts its own dockerd (own socket, data root and exec root under the temporary directory,
 # DOCKER_HOST pointing at it) and never touches the machine's dockerd; XDG_CACHE_HOME and REPRO_VENV
 # point into the temporary directory, so the Debian base image, the Horovod wheel and TensorFlow are
 # built or downloaded again. REPRO_FRESH_DIR=DIR uses DIR (created, and kept afterwards) instead.
@@ -19,10 +24,16 @@ cd "$ROOT"
 log() { printf '\033[1m[test]\033[0m %s\n' "$*" >&2; }
 
 FRESH=0
-if [ "${1:-}" = --fresh ]; then
-  FRESH=1
-  shift
-fi
+case "${1:-}" in
+  --fresh)
+    shift
+    exec scripts/new-machine.sh bash scripts/test.sh "$@"
+    ;;
+  --fresh-here)
+    FRESH=1
+    shift
+    ;;
+esac
 
 # -- fresh mode: a temporary machine state, torn down on every exit path ---------------------------
 FRESH_DIR=

@@ -28,6 +28,7 @@ STATE=${REPRO_CLUSTER_DIR:-/tmp/repro-cluster-$NAME}
 BRIDGE=$NAME-br
 BASE_IMAGE=${REPRO_CLUSTER_BASE_IMAGE-debian:12}
 LOCKFILE=/run/lock/repro-cluster-$NAME.lock
+MACHINE_LOCK=/run/lock/repro-machine.lock # what every cluster shares on the machine (prepare_machine)
 # shellcheck source=/dev/null # checked on its own (tests/integration/test_slurm_cluster.py)
 source "$HERE/slurm.sh"
 
@@ -85,6 +86,7 @@ host_index() {
 # Serializes up, down and faults of one cluster. Daemons must not inherit fd 9 (they would hold the lock).
 lock() {
   local deadline=$((SECONDS + 300)) pid
+  mkdir -p /run/lock # a new container's /run may lack it
   while :; do
     exec 9>"$LOCKFILE"
     flock -w 5 9 && return 0
@@ -134,6 +136,27 @@ write_hosts_files() {
       for ((j = 1; j <= HOSTS; j++)); do echo "$(addr_of "$j") h$j"; done
     } >"$(dir_of "$i")/hosts"
   done
+}
+
+# -- the machine's own state, shared by every cluster ------------------------------------------------
+
+# Two clusters may start at the same moment (scripts/test.sh runs the SSH cluster and the Slurm cluster on two
+# pytest-xdist workers). What they share on the machine -- sshd's privilege separation directory, the mount
+# point of each host's ~/.ssh, the mount point for each engine's /run/containerd, iproute2's /run/netns -- is
+# created with operations that cannot fail on "exists" (mkdir -p), under one machine-wide lock, and /run/netns
+# is made a mount point here once (the first `ip netns add` on a machine does that, and two at once race).
+prepare_machine() {
+  local probe=repro-init-$$
+  mkdir -p /run/lock
+  (
+    flock -w 120 8 || die "another cluster.sh holds $MACHINE_LOCK for over 120s"
+    mkdir -p -m 755 /run/sshd      # sshd's privilege separation directory
+    mkdir -p -m 700 /root/.ssh     # mount point of each host's own ~/.ssh
+    mkdir -p -m 755 /run/containerd # mount point of each engine's own /run/containerd
+    if ! mountpoint -q /run/netns 2>/dev/null; then
+      ip netns add "$probe" && ip netns delete "$probe"
+    fi
+  ) 8>"$MACHINE_LOCK" 9>&-
 }
 
 # -- teardown ---------------------------------------------------------------------------------------
@@ -487,7 +510,7 @@ cmd_up() {
     esac
   done
   [[ $EUID -eq 0 ]] || die "needs root (network namespaces, sshd, dockerd)"
-  for arg in ip sshd ssh ssh-keygen unshare nsenter flock setsid; do
+  for arg in ip sshd ssh ssh-keygen unshare nsenter flock setsid mountpoint; do
     command -v "$arg" >/dev/null || [[ -x /usr/sbin/$arg ]] || die "$arg is not installed"
   done
   if ((docker)); then
@@ -510,8 +533,7 @@ cmd_up() {
   mkdir -m 700 "$STATE"
   printf 'HOSTS=%s\nDOCKER=%s\nSLURM=%s\n' "$HOSTS" "$DOCKER" "$SLURM" >"$STATE/cluster.env"
   ssh-keygen -q -t ed25519 -N '' -C "repro-cluster-$NAME-admin" -f "$STATE/cluster_key"
-  [[ -d /run/sshd ]] || mkdir -m 755 /run/sshd # sshd's privilege separation directory
-  [[ -d /root/.ssh ]] || mkdir -m 700 /root/.ssh # mount point of each host's own ~/.ssh
+  prepare_machine
   create_bridge
   for ((i = 1; i <= HOSTS; i++)); do create_host "$i"; done
   write_hosts_files

@@ -1,12 +1,15 @@
 """`repro compare` on configurations measured here: cpu-tf215 with XLA off and on (real TensorFlow, whose
-verdict no one can know in advance), and the probe workload at two step times (a known verdict, and the
---fail-on-regression gate on a real regression)."""
+verdict no one can know in advance), and the probe workload at two batch sizes measured interleaved under a
+changing load (a known verdict, and the --fail-on-regression gate on a real regression)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,34 +84,80 @@ def test_fail_on_regression_gates_on_measured_runs(store):
     assert same.returncode == 0
 
 
+# The known difference: two stacks that differ only in the probe's items per step (batch 32 and 64) at the same
+# 20 ms step, so NEW counts twice the items per second of OLD. They run interleaved (`bench --stack A --stack B`:
+# each repeat runs both, back to back), which is what the product recommends for a comparison on a machine whose
+# load changes; to show that it holds, a CPU hog on every core starts after the first pair and stops before the
+# last, falling on both sides' runs.
+PAIRS = 4
+PROBE_STACK = "extends: cpu-tf215.yaml\ndescription: the probe at batch {batch}\nbenchmark:\n  workload: probe\n  batch_size: {batch}\n"
+
+
+def _records(store: Path) -> int:
+    return sum(1 for _ in (store / "runs").glob("*/*.json")) if (store / "runs").is_dir() else 0
+
+
+def _hog() -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+
+
 @pytest.fixture(scope="module")
-def probe_stores(tmp_path_factory) -> dict[str, Path]:
-    """The probe at 20 ms and at 40 ms a step (3 runs each, 1 worker): a step twice as slow."""
-    stores = {}
-    for name, step in (("fast", "0.02"), ("slow", "0.04")):
-        stores[name] = tmp_path_factory.mktemp(f"probe-{name}")
-        repro("bench", "--stack", "stacks/cpu-tf215.yaml", "--hosts", "inventories/localhost", "--workload", "probe",
-              "--workers", "1", "--warmup-steps", "2", "--steps", "10", "--step-time", step, "--repeats", "3",
-              "--store", str(stores[name]))
-    return stores
+def probe_store(tmp_path_factory) -> dict[str, str]:
+    """The probe at batch 32 (OLD) and 64 (NEW) per 20 ms step, PAIRS interleaved pairs, 1 worker, a hog on every
+    core during the middle pairs; the store and the two stack files."""
+    root = tmp_path_factory.mktemp("probe-known")
+    shutil.copy(ROOT / "stacks" / "cpu-tf215.yaml", root / "cpu-tf215.yaml")
+    stacks = {}
+    for side, batch in (("old", 32), ("new", 64)):
+        stacks[side] = root / f"probe-b{batch}.yaml"
+        stacks[side].write_text(PROBE_STACK.format(batch=batch))
+    store = root / "store"
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "repro", "bench", "--stack", str(stacks["old"]), "--stack", str(stacks["new"]),
+         "--hosts", "inventories/localhost", "--workers", "1", "--warmup-steps", "2", "--steps", "10",
+         "--step-time", "0.02", "--repeats", str(PAIRS), "--store", str(store)],
+        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    hog: list[subprocess.Popen] = []
+    hogged = (0, 0)  # records stored when the hog started and when it stopped
+    try:
+        deadline = time.monotonic() + 900
+        while bench.poll() is None and time.monotonic() < deadline:
+            done = _records(store)
+            if not hog and not hogged[0] and done >= 2:  # after the first pair
+                hog, hogged = _hog(), (done, 0)
+            if hog and done >= 2 * PAIRS - 2:  # before the last pair
+                for p in hog:
+                    p.kill()
+                hog, hogged = [], (hogged[0], done)
+            time.sleep(0.05)
+        out, err = bench.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        for p in [*hog, bench]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert bench.returncode == 0, f"repro bench exited {bench.returncode}\n{out}\n{err}"
+    assert hogged[0] == 2 and hogged[1] >= 2 * PAIRS - 2, f"the hog did not fall within the sweep: {hogged}"
+    return {"store": str(store), "old": str(stacks["old"]), "new": str(stacks["new"])}
 
 
-def test_a_known_slowdown_gets_its_verdict_and_fails_the_gate(probe_stores):
-    fast, slow = str(probe_stores["fast"]), str(probe_stores["slow"])
-    data = json.loads(repro("compare", fast, slow, "--format", "json").stdout)
+def test_a_known_slowdown_gets_its_verdict_and_fails_the_gate(probe_store):
+    slow, fast, store = probe_store["old"], probe_store["new"], probe_store["store"]
+    data = json.loads(repro("compare", fast, slow, "--store", store, "--format", "json").stdout)
     rows = data["throughput"]
     assert [r["point"]["workers"] for r in rows] == [1]
     for row in rows:  # half the items per second, within the sleep's overhead
         assert row["verdict"] == "slower" and 0.4 < row["ratio"] < 0.7 and row["high"] < 1, row
-    assert "step_time" in json.dumps(data["changes"])  # what changed between the sides
-    gate = repro("compare", fast, slow, "--fail-on-regression", check=False)
+        assert row["pairs"] == PAIRS, row  # measured as interleaved pairs: a paired comparison
+    assert "batch" in json.dumps(data["changes"])  # what changed between the sides
+    gate = repro("compare", fast, slow, "--store", store, "--fail-on-regression", check=False)
     assert gate.returncode == 4 and "1 point(s) significantly slower: exit status 4" in gate.stderr, gate.stderr
     assert "slower" in gate.stdout
 
 
-def test_a_known_speedup_gets_its_verdict_and_passes_the_gate(probe_stores):
-    fast, slow = str(probe_stores["fast"]), str(probe_stores["slow"])
-    data = json.loads(repro("compare", slow, fast, "--format", "json").stdout)
+def test_a_known_speedup_gets_its_verdict_and_passes_the_gate(probe_store):
+    slow, fast, store = probe_store["old"], probe_store["new"], probe_store["store"]
+    data = json.loads(repro("compare", slow, fast, "--store", store, "--format", "json").stdout)
     assert [r["verdict"] for r in data["throughput"]] == ["faster"], data["throughput"]
     assert all(1.4 < r["ratio"] < 2.5 and r["low"] > 1 for r in data["throughput"]), data["throughput"]
-    assert repro("compare", slow, fast, "--fail-on-regression").returncode == 0
+    assert repro("compare", slow, fast, "--store", store, "--fail-on-regression").returncode == 0
