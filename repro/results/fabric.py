@@ -13,10 +13,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# The values an expectation may name, per axis (the manifest schema and the inventory check use these).
-INTER_NODE_PATHS = ("rdma-gdr", "rdma", "socket", "plugin")
-INTRA_NODE_PATHS = ("p2p", "shm", "p2p-indirect", "nvls")
-
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
