@@ -131,9 +131,8 @@ class _Reader:
             self.warns += 1
         if m := _FRAMEWORK.search(text):
             self.framework = m["v"]
-        elif m := _VERSION.search(text):
-            if m["v"] not in self.versions:
-                self.versions.append(m["v"])
+        elif (m := _VERSION.search(text)) and m["v"] not in self.versions:
+            self.versions.append(m["v"])
         if m := _CHANNEL.search(text):
             self.channel(process, m)
         elif m := _COLLNET.search(text):
@@ -200,7 +199,9 @@ class _Reader:
         if "-" in self.comms and len(named) == 1:  # before 2.19 `Init COMPLETE` came after the channel lines
             anonymous, only = self.comms.pop("-"), named[0]
             only.links = {k: only.links.get(k, 0) + anonymous.links.get(k, 0) for k in {*only.links, *anonymous.links}}
-            only.coll, only.nvls, only.p2p = only.coll or anonymous.coll, only.nvls or anonymous.nvls, only.p2p or anonymous.p2p
+            only.coll = only.coll if only.coll is not None else anonymous.coll
+            only.nvls = only.nvls if only.nvls is not None else anonymous.nvls
+            only.p2p = only.p2p if only.p2p is not None else anonymous.p2p
         comms = [Communicator(id=c.id, nranks=c.nranks, nnodes=c.nnodes, ranks=sorted(c.ranks), init_s=c.init_s,
                               coll_channels=c.coll, nvls_channels=c.nvls, p2p_channels=c.p2p,
                               links=[Link(scope=k[0], transport=k[1], gdr=k[2], pxn=k[3], count=n)  # type: ignore[arg-type]

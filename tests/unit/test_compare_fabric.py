@@ -21,7 +21,8 @@ def fabric(name: str):
 def run(stack: str, log: str | None, *, step: float = 0.1, seed: int = 0, nccl: str | None = None) -> RunRecord:
     steps = [step * (1 + 0.001 * ((i * 7 + seed) % 5)) for i in range(20)]
     return RunRecord(id=new_id(), created="2026-01-01T00:00:00+00:00", status="ok",
-                     stack=StackRef(name=stack, hash=stack.ljust(12, "0")[:12], manifest={"nccl": nccl} if nccl else {}),
+                     stack=StackRef(name=stack, hash=stack.ljust(12, "0")[:12],
+                                    manifest={"nccl": nccl} if nccl else {}),
                      settings=Settings(workload="cnn", model="resnet50", batch_per_worker=64, workers=2, hosts=2,
                                        global_batch=128),
                      ranks=[RankResult(rank=r, step_times=steps, items_per_step=64) for r in range(2)],

@@ -169,6 +169,7 @@ def test_unmet_expectation_names_the_path_taken():
     socket = fabric_of("k8s-deepspeed-ofi-fallback-socket.log")
     why = unmet({"inter_node": "rdma-gdr"}, socket)
     assert why is not None and why.startswith("inter-node path socket (NET/Socket on 4 of 4), expected rdma-gdr")
-    assert unmet({"inter_node": "rdma-gdr", "intra_node": "p2p"}, fabric_of("nccl-1189-mpirun-h20-ib-cumem.log")) is None
+    ib = fabric_of("nccl-1189-mpirun-h20-ib-cumem.log")
+    assert unmet({"inter_node": "rdma-gdr", "intra_node": "p2p"}, ib) is None
     assert "intra-node path p2p+shm" in unmet({"intra_node": "p2p"}, fabric_of("shm-direct-direct-mixed.log"))
     assert "not captured" in unmet({"inter_node": "rdma"}, None)
