@@ -162,8 +162,20 @@ done
 # all-reduce: nccl on the GPU with one rank, gloo on CPU tensors with two
 if [ "$MODE" = gpu ]; then
   log "torch_allreduce nccl, 1 rank (MLBench task 0.a sizes)"
-  run "${BENCH[@]}" --workload torch_allreduce --workers 1 --dist-backend nccl "${NCCL_SIZES[@]}" \
+  # NCCL's own account of the path, one file per process (NCCL_DEBUG_FILE's %h.%p), read back by `repro fabric`
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH,ENV NCCL_DEBUG_FILE="$WORK/nccl.%h.%p.log" \
+    run "${BENCH[@]}" --workload torch_allreduce --workers 1 --dist-backend nccl "${NCCL_SIZES[@]}" \
     || log "torch_allreduce nccl failed"
+  if [ "$DRY" != 1 ]; then
+    shopt -s nullglob
+    nccl_logs=("$WORK"/nccl.*.log)
+    if [ "${#nccl_logs[@]}" -gt 0 ]; then
+      log "NCCL facts of the all-reduce run (repro fabric)"
+      "$PY" -m repro fabric "${nccl_logs[@]}" || log "repro fabric failed"
+    else
+      log "no NCCL log files in $WORK (the runtime did not pass NCCL_DEBUG_FILE through)"
+    fi
+  fi
 fi
 log "torch_allreduce gloo, 2 ranks"
 run "${BENCH[@]}" --workload torch_allreduce --workers 2 --dist-backend gloo --device cpu "${GLOO_SIZES[@]}" \

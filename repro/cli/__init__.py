@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "repro.cli.bench_cmds",
     "repro.cli.results_cmds",
     "repro.cli.compare_cmds",
+    "repro.cli.fabric_cmds",
 )
 
 EXIT_OK = 0

@@ -18,6 +18,7 @@ from repro.compare.align import Alignment, Change, Group, Hardware
 from repro.compare.allreduce import AllreduceRow
 from repro.compare.conditions import interleave_command
 from repro.compare.diff import Changes, changes
+from repro.compare.fabric import fabric_lines
 from repro.compare.kind import KINDS, KindRows, order
 from repro.compare.throughput import ModelSummary, Options, ThroughputRow
 from repro.compare.tta import TtaRow
@@ -67,6 +68,7 @@ class Comparison:
     new_only: tuple[OneSided, ...]
     notes: tuple[str, ...] = ()
     interleave: str | None = None  # the interleaved `repro bench` that would settle an unpaired comparison
+    fabric: tuple[str, ...] = ()  # "fabric differed (...): OLD NET/IB/GDRDMA on 16 of 16 ...; NEW ..." and NCCL notes
 
     def rows(self, kind: str) -> tuple[Any, ...]:
         """The compared rows of one kind (none when it had no point on both sides)."""
@@ -152,4 +154,5 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
         sections=sections,
         old_only=_one_sided("OLD", alignment.old_only), new_only=_one_sided("NEW", alignment.new_only),
         notes=(*((unknown,) if unknown else ()), *alignment.notes, *notes), interleave=interleave,
+        fabric=fabric_lines(alignment.pairs),
     )

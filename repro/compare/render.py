@@ -312,6 +312,8 @@ def document(c: Comparison, *, quiet: bool = False) -> Document:
         blocks += kind.summary_blocks(c, part)
     if not parts:
         blocks.append(Text(("No point was measured on both sides.",)))
+    if c.fabric:  # beside the verdicts: a different path is the usual reason a run is slower
+        blocks.append(Text(c.fabric, bullets=True))
     blocks += [_one_sided_table(c, items, side) for items, side in ((c.old_only, "OLD"), (c.new_only, "NEW"))
                if items]
     tail = [] if quiet else [f"Note: {n}" for n in c.notes]
@@ -388,6 +390,8 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "interleave": c.interleave,
         "regressions": len(c.regressions),
     }
+    if c.fabric:  # only when there is something to say: earlier comparisons' JSON stays as it was
+        data["fabric"] = list(c.fabric)
     return formats.clean(data)
 
 

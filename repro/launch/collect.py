@@ -18,7 +18,9 @@ from repro.launch.placement import Placement
 from repro.launch.plan import LaunchPlan
 from repro.launch.runtimes import Outcome, RuntimeReport
 from repro.launch.workloads import WORKLOADS
+from repro.results.fabric import unmet
 from repro.results.metrics import for_storage
+from repro.results.nccl import parse as parse_nccl
 from repro.results.provenance import HostFacts
 from repro.results.record import (
     BatchJob,
@@ -126,11 +128,20 @@ def failed(point: Settings, placement: tuple[Placement, ...], ctx: Context, reas
                      **extra)
 
 
+def fabric_failure(ctx: Context, nccl_log: str | None):
+    """The parsed NCCL facts of a run (None: no NCCL log was collected) and why they miss the stack's `expect`."""
+    fabric = parse_nccl(nccl_log) if nccl_log else None
+    expect = ctx.stack.manifest.get("expect") or {}
+    why = unmet({k: v for k, v in expect.items() if v}, fabric) if isinstance(expect, dict) else None
+    return fabric, (f"NCCL took another path than the stack expects: {why}" if why else None)
+
+
 def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
-           diagnose: Callable[[Outcome], str] | None = None) -> RunRecord:
+           diagnose: Callable[[Outcome], str] | None = None, *, nccl_log: str | None = None) -> RunRecord:
     """A record of one run of a point: ok with the workload's data, or failed with the reason.
 
-    `diagnose` says why a run that produced no result failed (repro.launch.diagnose, after probing the hosts).
+    `diagnose` says why a run that produced no result failed (repro.launch.diagnose, after probing the hosts);
+    `nccl_log`: the ranks' NCCL_DEBUG_FILE files, concatenated (GPU runs), kept parsed as the record's `fabric`.
     """
     failure = outcome.failure
     result = WORKLOADS.get(point.workload).parse(outcome.stdout) if failure is None else None
@@ -143,6 +154,8 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
         settings, mismatch = reported_settings(base["settings"], resolved)
         base["settings"] = settings
         failure = failure or mismatch or rank_mismatch(point, result)
+    fabric, off_path = fabric_failure(ctx, nccl_log) if nccl_log is not None else (None, None)
+    failure = failure or off_path
     return for_storage(RunRecord(
         status="failed" if failure else "ok", failure=redact_text(failure) if failure else None, **base,
         ranks=_ranks(result, plan.placement) if result else [],
@@ -153,7 +166,7 @@ def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,
         metrics=dict(result.get("metrics", {})) if result else {},
         reported_images_per_sec=(result or {}).get("reported_images_per_sec"),
         duration_s=round(outcome.duration_s, 3), log_tail=redact_text(tail(outcome.stdout, outcome.stderr, LOG_LINES)),
-        batch=_redacted(outcome.job),
+        batch=_redacted(outcome.job), fabric=fabric,
     ))
 
 

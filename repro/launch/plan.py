@@ -87,6 +87,16 @@ class LaunchPlan:
         return {}
 
 
+NCCL_SUBSYSTEMS = "INIT,NET,GRAPH,ENV"  # the lines that name the path (docs/fabric.md); COLL would log every call
+
+
+def nccl_debug_env(directory: str) -> dict[str, str]:
+    """What makes NCCL write its path to one file per host and process under `directory` (GPU stacks), out of the
+    workload's output: NCCL_DEBUG_FILE's %h and %p are NCCL's own host and pid placeholders."""
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": NCCL_SUBSYSTEMS,
+            "NCCL_DEBUG_FILE": f"{directory.rstrip('/')}/nccl.%h.%p.log"}
+
+
 def run_env(stack_env: dict[str, str], *, interface: str, gpu: bool) -> dict[str, str]:
     """The environment of the launcher and every rank: the stack's settings plus what repro needs."""
     env = {"PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}

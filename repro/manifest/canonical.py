@@ -20,8 +20,9 @@ from repro.manifest.schema import Stack
 LABELS = frozenset({"name", "description"})
 # Fields added after stacks were first hashed: left out while unset, so every earlier stack keeps its hashes
 # (its records and images stay its own). A stack that sets one hashes it like any other field.
-LATER_OPTIONAL: tuple[tuple[str, ...], ...] = (("pytorch",), ("tensorflow",), ("horovod",), ("horovod", "commit"))
-RUNTIME_ONLY = frozenset({"env", "benchmark"})
+LATER_OPTIONAL: tuple[tuple[str, ...], ...] = (("pytorch",), ("tensorflow",), ("horovod",), ("horovod", "commit"),
+                                               ("expect",))
+RUNTIME_ONLY = frozenset({"env", "benchmark", "expect"})
 HASH_LENGTH = 12
 
 

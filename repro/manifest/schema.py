@@ -176,6 +176,19 @@ class Packages(_Model):
                                       description="pip requirements without markers, e.g. six==1.16.0")
 
 
+# The paths NCCL can take (repro.results.fabric derives them from NCCL's log; docs/fabric.md).
+InterNodePath = Literal["rdma-gdr", "rdma", "socket", "plugin"]
+IntraNodePath = Literal["p2p", "shm", "p2p-indirect", "nvls"]
+
+
+class Expect(_Model):
+    """The path NCCL must take (GPU stacks): a run that took another is a failed run naming the path it took."""
+
+    inter_node: InterNodePath | None = Field(None, description="between nodes: rdma-gdr (RDMA with GPUDirect), rdma, "
+                                             "socket (TCP) or plugin (a net plugin without GPUDirect)")
+    intra_node: IntraNodePath | None = Field(None, description="inside a node: p2p, shm, p2p-indirect or nvls")
+
+
 class Container(_Model):
     """How the stack's container is reached by the multi-node launch (seed 003's `sshd -p 50000`)."""
 
@@ -236,6 +249,8 @@ class Stack(_Model):
                                          description="launch environment: NCCL_*, HOROVOD_*, OMPI_MCA_*; "
                                          "`NAME: null` in a stack that extends another removes an inherited one")
     container: Container = Field(default_factory=Container, description="the container's sshd")
+    expect: Expect | None = Field(None, description="the path NCCL must take (GPU stacks), e.g. {inter_node: "
+                                  "rdma-gdr, intra_node: p2p}; a run that took another path fails")
     benchmark: Benchmark = Field(default_factory=Benchmark, description="defaults for `repro bench`")
 
     @property
@@ -276,7 +291,8 @@ class Stack(_Model):
 
     @model_validator(mode="after")
     def _gpu_fields_go_together(self) -> Stack:
-        gpu_only = {"driver": self.driver, "cudnn": self.cudnn, "nccl": self.nccl, "gpudirect": self.gpudirect}
+        gpu_only = {"driver": self.driver, "cudnn": self.cudnn, "nccl": self.nccl, "gpudirect": self.gpudirect,
+                    "expect": self.expect}  # no NCCL runs on a CPU stack: a path it must take cannot be met
         if self.cuda is None:
             present = [k for k, v in gpu_only.items() if v is not None]
             if self.horovod is not None and self.horovod.gpu_operations is not None:

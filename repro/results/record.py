@@ -15,11 +15,20 @@ import secrets
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from repro.errors import ResultsError
 from repro.manifest.software import Software, from_host_probe
 from repro.results.conditions import Conditions
+from repro.results.fabric import Fabric
 from repro.results.provenance import FACTS_FORMAT, LOCK_FORMAT, HostFacts, ImageLock, SlurmJob
 
 # 1: lock and facts as plain JSON; 2: the batch job as `slurm` (a SlurmJob) or `batch` (another scheduler's dict).
@@ -185,6 +194,17 @@ class RunRecord(_Frozen):
     # load, other work, steal, clocks (and GPUs') sampled on every host before, through and after the run
     # (repro.results.conditions); None: not sampled (older records, imports, batch schedulers)
     conditions: Conditions | None = None
+    # the path NCCL took (GPU runs: its INFO lines per rank, parsed by repro.results.nccl); None: no NCCL ran or
+    # a record from before. Added within schema 3: absent from the JSON while None, so older records and their
+    # outputs stay byte for byte the same.
+    fabric: Fabric | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_fabric(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("fabric", 0) is None:
+            del data["fabric"]
+        return data
 
 
 class RecordError(ResultsError):
