@@ -315,6 +315,8 @@ def _print_result(result) -> None:
                   f"workers={s.workers} {record.status} images/sec={_ips(record)}")
         for warning in result.warnings:
             print(f"    warning: {warning}")
+        for run in result.unsettled:
+            print(f"    NOT IMPORTED: {run}")
     elif result.status == "skipped":
         print(f"  {result.file}: skipped: {result.message}")
     else:
@@ -439,4 +441,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise InputError(f"{len(bad)} of {len(results)} file{'s' if len(results) != 1 else ''} could not be "
                          f"imported: {', '.join(res.file for res in bad)}" + ("; " + "; ".join(plain) if plain else ""),
                          diagnostics)
+    unsettled = [res for res in results if res.unsettled]
+    if unsettled:  # the good runs are stored; the ones that lack a setting are not, and the command says so
+        raise InputError(f"{sum(len(res.unsettled) for res in unsettled)} run(s) not imported until --set gives "
+                         f"what the log does not show: " + "; ".join(u for res in unsettled for u in res.unsettled),
+                         hint="e.g. --set 'FILE#N:workers=8' for run N of FILE; the runs imported stay stored")
     return 0

@@ -1,0 +1,92 @@
+"""Issue 40, item 1: the defects found on real logs (sources in tests/data/logs/SOURCES.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repro.compare.kinds import KINDS
+from repro.formats import render
+from repro.results.importers import import_file, import_stack, parse_overrides
+from repro.results.summary import tta_document
+from tests.unit.test_results_cli import run  # the same CLI runner
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "tests" / "data" / "logs" / "real"
+STACK = import_stack("issue40")
+HABANA = "mlperf-v1.0-habana-gaudi-8-resnet-result0.log"  # submission_platform 'gaudi-0' on an 8-Gaudi system
+TPU_V4 = "mlperf-v1.0-google-tpu-v4-4096-tf-bert-result0.log"
+GPT3 = "mlperf-v3.0-habana-gaudi2-n32-gpt3-result0.log"
+LLAMA = "mlperf-v4.0-nvidia-eos-n8-llama2-70b-lora-result0.log"
+DDP = "github-pytorch-ddp-benchmark-readme-8x8gpu.log"
+
+
+def imported(path: Path, *sets: str):
+    return import_file(str(path), STACK, parse_overrides(list(sets)), {})
+
+
+def test_a_habana_platform_name_is_not_a_worker_count_and_set_workers_is_accepted():
+    refused = imported(REAL / HABANA)
+    assert refused.status == "failed" and "workers" in refused.error.render()  # asks, never stores 0
+    (record,) = imported(REAL / HABANA, f"{HABANA}:workers=8").records
+    assert record.settings.workers == 8 and record.settings.global_batch == 2048
+
+
+def test_a_tpu_v4_platform_name_counts_tensorcores_so_the_chips_are_half_with_the_rule_source():
+    (record,) = imported(REAL / TPU_V4).records
+    assert record.settings.workers == 2048  # Google/systems/tpu-v4-4096-TF.json: 512 nodes x 4
+    assert "tpu-v4-4096-TF.json" in record.metrics["workers_from"]
+
+
+def test_gpt3_epoch_num_is_samples_and_its_log_perplexity_is_not_captioned_top1():
+    (record,) = imported(REAL / GPT3, f"{GPT3}:workers=256").records
+    m = record.metrics
+    assert m.get("epochs") is None and m["epoch_num"] == 1157627904 and m["samples"] == 1157627904
+    assert m["accuracy_metric"] == "log_perplexity" and m["lower_is_better"] is True
+    text = render(tta_document([record]), "table")
+    assert "top-1" not in text and "log_perplexity" in text and "2.689" in text
+    assert "top-1" not in KINDS.get("tta").summary(record.model_copy(update={"metrics": {**m, "reached": False}}))
+
+
+def test_sysjson_gives_nodes_accelerators_and_software():
+    (record,) = imported(REAL / LLAMA).records
+    assert (record.settings.workers, record.settings.hosts) == (64, 8)
+    assert record.metrics["workers_from"].startswith(":::SYSJSON")
+    assert record.hardware.gpu == "NVIDIA H100-SXM5-80GB"
+    assert record.software["nccl"] == "2.21.5" and "NeMo" in record.software["framework"]
+    assert record.metrics["accuracy_metric"] == "eval_loss"
+    assert "top-1" not in render(tta_document([record]), "table")
+
+
+def _rows_only(tmp_path: Path) -> Path:
+    """The real README's result rows without the header and Benchmark: lines (as people paste a table)."""
+    rows = [line for line in (REAL / DDP).read_text().splitlines() if " GPUs -- " in line]
+    path = tmp_path / "rows.log"
+    path.write_text("\n".join(rows[:6]) + "\n")
+    return path
+
+
+def test_ddp_benchmark_rows_without_their_header_are_read_with_and_without_format(tmp_path):
+    path = _rows_only(tmp_path)
+    for fmt in ("auto", "torch_ddp_benchmark"):
+        result = import_file(str(path), STACK, parse_overrides(["rows.log:model=resnet50,batch=32"]), {}, fmt)
+        assert result.status == "imported", result.error.render() if result.error else ""
+        assert [r.settings.workers for r in result.records] == [1, 1, 2, 4, 8, 16]
+        assert result.records[-1].reported_images_per_sec == 16 * 306
+
+
+def test_a_multi_run_file_where_one_run_needs_set_exits_non_zero_and_keeps_the_other(capsys, tmp_path):
+    # two real MLPerf result files one after the other, as a submission's logs are often concatenated
+    path = tmp_path / "two.log"
+    path.write_text((REAL / TPU_V4).read_text() + (REAL / HABANA).read_text())
+    code, out, err = run(capsys, "import", str(path), "--stack", "a", "--store", str(tmp_path / "r"))
+    assert code == 2, out + err
+    assert "NOT IMPORTED" in out and "workers" in out + err
+    code, out, _ = run(capsys, "results", "--store", str(tmp_path / "r"))
+    assert code == 0 and out.count("tta") == 1  # the TPU run is stored
+
+
+def test_the_replace_hint_names_repro_results_rm(capsys, tmp_path):
+    path, store = str(REAL / TPU_V4), str(tmp_path / "r")
+    assert run(capsys, "import", path, "--stack", "a", "--store", store)[0] == 0
+    code, out, _ = run(capsys, "import", path, "--stack", "a", "--store", store, "--set", "hosts=512")
+    assert code == 0 and "repro results rm " in out
