@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from repro.compare.kinds import KINDS
 from repro.formats import render
 from repro.results.importers import import_file, import_stack, parse_overrides
@@ -90,3 +92,27 @@ def test_the_replace_hint_names_repro_results_rm(capsys, tmp_path):
     assert run(capsys, "import", path, "--stack", "a", "--store", store)[0] == 0
     code, out, _ = run(capsys, "import", path, "--stack", "a", "--store", store, "--set", "hosts=512")
     assert code == 0 and "repro results rm " in out
+
+
+# item 2: nccl-tests tables are all-reduce records, read by repro's own all-reduce table -----------------------
+
+def test_an_nccl_tests_table_is_an_allreduce_sweep_with_the_tables_own_bandwidths():
+    from repro.results.summary import allreduce_sweeps
+
+    (record,) = imported(REAL / "github-a3mega-nccl-tests-all-reduce-16xh100.log").records
+    (sweep,) = allreduce_sweeps([record])
+    assert (sweep.workers, sweep.hosts, len(sweep.sizes)) == (16, 2, 31)
+    largest = sweep.sizes[-1]
+    assert largest.bytes == 8589934592
+    assert largest.horovod.busbw / 1e9 == pytest.approx(338.82, rel=1e-3)  # the row's busbw, from its time
+    assert record.metrics["avg_busbw_GBps"] == 70.742 and record.hardware.gpu == "NVIDIA H100 80GB HBM3"
+
+
+def test_an_nccl_tests_table_of_another_collective_or_none_named_is_refused_with_the_way_out(tmp_path):
+    text = (REAL / "blog-autodl-nccl-tests-all-reduce-2x2080ti.log").read_text().splitlines()
+    path = tmp_path / "table.log"
+    path.write_text("\n".join(text[1:]) + "\n")  # without its command line: the collective is not named
+    refused = imported(path)
+    assert refused.status == "failed" and "collective=all_reduce" in refused.error.render()
+    (record,) = imported(path, "table.log:collective=all_reduce").records
+    assert record.settings.workers == 2

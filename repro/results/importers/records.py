@@ -19,7 +19,7 @@ from typing import Any
 
 from repro.errors import InputError
 from repro.results import steady
-from repro.results.importers import horovod, mllog, tf_cnn, torch_ddp
+from repro.results.importers import horovod, mllog, nccl_tests, tf_cnn, torch_ddp
 from repro.results.importers.lines import error, split_lines
 from repro.results.importers.runs import ParsedRun
 from repro.results.importers.settings import Override, to_settings
@@ -27,7 +27,8 @@ from repro.results.record import Hardware, RunRecord, StackRef, new_id, now_iso
 from repro.results.redact import redact_argv, redact_env, redact_tree
 
 # format -> its reader
-READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp}
+READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp,
+           nccl_tests.NCCL_TESTS: nccl_tests}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
