@@ -116,3 +116,47 @@ def test_an_nccl_tests_table_of_another_collective_or_none_named_is_refused_with
     assert refused.status == "failed" and "collective=all_reduce" in refused.error.render()
     (record,) = imported(path, "table.log:collective=all_reduce").records
     assert record.settings.workers == 2
+
+
+# item 3: what the log stated and what repro derived, in `repro results show` --------------------------------
+
+def test_results_show_says_what_the_log_stated_and_what_repro_derived(capsys, tmp_path):
+    store = str(tmp_path / "r")
+    path = REAL / "lambda-3960X-GeForce-RTX-3080-XLA-syn-replicated-fp16-2gpus-resnet50-48.log"
+    assert run(capsys, "import", str(path), "--stack", "a", "--store", store, "--set", "precision=fp16")[0] == 0
+    for log in (REAL / "github-a3mega-nccl-tests-all-reduce-16xh100.log", REAL / TPU_V4):
+        assert run(capsys, "import", str(log), "--stack", "b", "--store", store)[0] == 0
+    _, out, _ = run(capsys, "results", "--store", store, "--format", "json")
+    import json
+
+    for rec in json.loads(out):
+        code, shown, _ = run(capsys, "results", "show", rec["id"], "--store", store)
+        assert code == 0 and "stated by the log:" in shown and "derived by repro:" in shown, shown
+    tf = next(r for r in json.loads(out) if r["workload"] == "tf_cnn_benchmarks")
+    shown = run(capsys, "results", "show", tf["id"], "--store", store)[1]
+    assert "figure (line" in shown and "given with --set:" in shown and "precision" in shown
+
+
+# item 4: an unknown format, FIFOs and devices -------------------------------------------------------------
+
+def test_an_unknown_format_is_refused_once_listing_every_format_and_format_flag(capsys, tmp_path):
+    from repro.results.importers.records import FORMATS
+
+    path = tmp_path / "notes.log"
+    path.write_text("step 1 loss 2.3\nstep 2 loss 2.1\n")
+    code, out, err = run(capsys, "import", str(path), "--stack", "a", "--store", str(tmp_path / "r"))
+    assert code == 2 and "Traceback" not in out + err
+    assert all(name in out + err for name in FORMATS) and "--format" in out + err
+
+
+def test_every_file_under_tests_data_logs_and_fifos_and_devices_end_without_a_traceback(tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    files = [p for p in (ROOT / "tests" / "data" / "logs").rglob("*") if p.is_file()]
+    for path in [*files, fifo, Path("/dev/zero"), Path("/dev/null")]:
+        result = import_file(str(path), STACK, (), {})
+        assert result.status in ("imported", "failed")
+        if result.status == "failed":
+            assert result.error is not None and result.error.render()

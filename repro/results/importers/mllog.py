@@ -35,6 +35,7 @@ from repro.results.importers.platforms import read_platform
 from repro.results.importers.runs import ParsedRun, Shown, tail_of
 
 MLLOG = "mlperf"
+EXAMPLE = "MLPerf training results (':::MLLOG {...}' lines)"
 TTA = "tta"
 _EVENT = re.compile(r":::MLLOG\s+(\{.*\})\s*$")
 _SYSJSON = re.compile(r":::SYSJSON\s+(\{.*\})\s*$")

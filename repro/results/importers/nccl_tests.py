@@ -30,6 +30,7 @@ from repro.results.importers.lines import Line, error
 from repro.results.importers.runs import ParsedRun, Shown, tail_of
 
 NCCL_TESTS = "nccl_tests"
+EXAMPLE = "nccl-tests / rccl-tests all_reduce_perf tables ('#  size  count  type  redop  root  time  algbw  busbw')"
 WORKLOAD = "allreduce"  # repro's own all-reduce sweep: the same kind of record, compared the same way
 _HEADER = re.compile(r"^#?\s*size\s+count\s+type\s+redop\s+(?:root\s+)?time\s+algbw\s+busbw\s+(?:#wrong|error)", re.I)
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(?:(-?\d+)\s+)?([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)"

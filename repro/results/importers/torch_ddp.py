@@ -27,6 +27,7 @@ from repro.results.importers.runs import ParsedRun, Shown, tail_of
 from repro.workloads.tf_cnn_benchmarks import canonical_model
 
 TORCH_DDP = "torch_ddp_benchmark"
+EXAMPLE = "PyTorch's DDP benchmark ('1 GPUs --   no ddp:  p50: ...')"
 _BENCHMARK = re.compile(r"^Benchmark:\s+(\S+)\s+with batch size\s+(\d+)")
 _ROW = re.compile(r"^(\d+)\s+GPUs\s+--\s+(no ddp|warmup|(\d+)M/(\d+)G):\s+(p50:.*)$")
 _PERCENTILE = re.compile(r"p(\d+):\s+([0-9.]+)s?\s+([0-9.]+)/s")  # early versions print '0.098', later '0.097s'
