@@ -127,7 +127,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--stack", required=True, metavar="NAME", type=path_argument,
                      help="the stack the runs belong to: a name, or a manifest file (its hash then keys them)")
     _store_option(imp)
-    from repro.results.importers.records import FORMATS as LOG_FORMATS  # the readers' registry
+    from repro.results.importers import FORMATS as LOG_FORMATS  # the readers' registry
 
     imp.add_argument("--format", dest="log_format", choices=("auto", *LOG_FORMATS),
                      default="auto", help="log format (default: detected, per run)")
