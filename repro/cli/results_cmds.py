@@ -127,8 +127,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--stack", required=True, metavar="NAME", type=path_argument,
                      help="the stack the runs belong to: a name, or a manifest file (its hash then keys them)")
     _store_option(imp)
-    imp.add_argument("--format", dest="log_format", choices=("auto", "tf_cnn_benchmarks", "horovod_synthetic",
-                                                              "torch_ddp_benchmark", "mlperf"),
+    from repro.results.importers import FORMATS as LOG_FORMATS  # the readers' registry
+
+    imp.add_argument("--format", dest="log_format", choices=("auto", *LOG_FORMATS),
                      default="auto", help="log format (default: detected, per run)")
     imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="[PATTERN][#RUN]:NAME=VALUE",
                      help="a setting the logs do not show, for the files matching PATTERN (repeatable)")
@@ -267,12 +268,25 @@ def cmd_show(args: argparse.Namespace) -> int:
         mean = sum(steps) / len(steps) if steps else None
         print(f"rank {r.rank:<4} {r.host or '-':10} {r.device:32} {len(steps):4} steps"
               + (f", mean {mean:.4f} s, {r.items_per_step} items/step" if mean else ""))
+    _print_provenance(record.metrics.get("provenance"))
     rest = {k: data[k] for k in ("settings", "published", "metrics", "software", "hardware") if data.get(k)}
+    if isinstance(rest.get("metrics"), dict):
+        rest["metrics"] = {k: v for k, v in rest["metrics"].items() if k != "provenance"}
     print(yaml.safe_dump(rest, sort_keys=False, default_flow_style=False, allow_unicode=True), end="")
     if record.status != "ok" and record.log_tail:
         print("log tail (the launcher's last lines):")
         print("  " + record.log_tail.replace("\n", "\n  "))
     return 0
+
+
+def _print_provenance(prov: object) -> None:
+    """An imported record's figures: what the log stated, what repro derived, what --set gave."""
+    if not isinstance(prov, dict):
+        return
+    for key, title in (("stated", "stated by the log"), ("derived", "derived by repro"), ("given", "given with --set")):
+        items = prov.get(key) or {}
+        if items:
+            print(f"{title + ':':20}" + "; ".join(f"{k} ({v})" for k, v in items.items()))
 
 
 def cmd_scaling(args: argparse.Namespace) -> int:
@@ -315,6 +329,8 @@ def _print_result(result) -> None:
                   f"workers={s.workers} {record.status} images/sec={_ips(record)}")
         for warning in result.warnings:
             print(f"    warning: {warning}")
+        for run in result.unsettled:
+            print(f"    NOT IMPORTED: {run}")
     elif result.status == "skipped":
         print(f"  {result.file}: skipped: {result.message}")
     else:
@@ -439,4 +455,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise InputError(f"{len(bad)} of {len(results)} file{'s' if len(results) != 1 else ''} could not be "
                          f"imported: {', '.join(res.file for res in bad)}" + ("; " + "; ".join(plain) if plain else ""),
                          diagnostics)
+    unsettled = [res for res in results if res.unsettled]
+    if unsettled:  # the good runs are stored; the ones that lack a setting are not, and the command says so
+        raise InputError(f"{sum(len(res.unsettled) for res in unsettled)} run(s) not imported until --set gives "
+                         f"what the log does not show: " + "; ".join(u for res in unsettled for u in res.unsettled),
+                         hint="e.g. --set 'FILE#N:workers=8' for run N of FILE; the runs imported stay stored")
     return 0

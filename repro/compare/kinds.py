@@ -158,7 +158,10 @@ class TimeToAccuracy(Kind):
         m = record.metrics
         if m.get("reached"):
             return f"reached {m.get('target')} in {m.get('time_to_accuracy_s', 0):.1f} s, {m.get('epochs')} epochs"
-        return f"did not reach {m.get('target')} (top-1 {m.get('final_top1')}) in {m.get('epochs')} epochs"
+        metric = m.get("accuracy_metric") or "top1"
+        final = m.get("final_top1") if metric == "top1" else m.get("final_accuracy")
+        label = "top-1" if metric == "top1" else metric
+        return f"did not reach {m.get('target')} ({label} {final}) in {m.get('epochs')} epochs"
 
     def headline(self, record: RunRecord) -> tuple[float | None, str]:
         m = record.metrics if record.status == "ok" else {}

@@ -310,16 +310,37 @@ def _tta_data(rec: RunRecord) -> dict[str, Any]:
     return {"id": rec.id, "stack": rec.stack.name, "stack_hash": rec.stack.hash, "workers": rec.settings.workers,
             "hosts": rec.settings.hosts, "status": rec.status, "target": rec.metrics.get("target"),
             "reached": m.get("reached"), "time_to_accuracy_s": m.get("time_to_accuracy_s"),
-            "epochs": m.get("epochs"), "final_top1": m.get("final_top1"), "final_top5": m.get("final_top5"),
+            "epochs": m.get("epochs"), "final_top1": _final(m), "final_top5": m.get("final_top5"),
             "compute_s": m.get("compute_s"), "communication_s": m.get("communication_s"),
-            "failure": rec.failure}
+            "metric": rec.metrics.get("accuracy_metric") or "top1", "failure": rec.failure}
 
 
-def _tta_cells(d: dict[str, Any], failure_ref: str) -> list[str]:
+def _final(m: dict[str, Any]) -> Any:
+    """The run's final quality: top-1, or the figure an imported log names (log perplexity, eval loss, mAP)."""
+    if m.get("final_top1") is not None or (m.get("accuracy_metric") or "top1") == "top1":
+        return m.get("final_top1")
+    value = m.get("final_accuracy")
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _quality(data: Sequence[dict[str, Any]]) -> str:
+    """What the runs' accuracy column holds: 'top-1' for classification, else the metric the logs name."""
+    names = sorted({d.get("metric") or "top1" for d in data if not d.get("aggregate")})
+    return "top-1" if names in ([], ["top1"]) else " / ".join(names)
+
+
+def _quality_value(value: Any, quality: str) -> str:
+    """A percentage for top-1; the figure as the log gives it for another metric (a loss is not a percent)."""
+    if quality == "top-1":
+        return percent(value)
+    return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
+def _tta_cells(d: dict[str, Any], failure_ref: str, quality: str = "top-1") -> list[str]:
     if d["status"] != "ok":
         return [f"FAILED {failure_ref}".strip(), *["-"] * 5]
     tta = number(d["time_to_accuracy_s"]) if d["reached"] else "not reached"
-    return [tta, "-" if d["epochs"] is None else str(d["epochs"]), percent(d["final_top1"]),
+    return [tta, "-" if d["epochs"] is None else str(d["epochs"]), _quality_value(d["final_top1"], quality),
             percent(d["final_top5"]), number(d["compute_s"]), number(d["communication_s"])]
 
 
@@ -350,10 +371,10 @@ def _tta_groups(data: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return list(groups.values())
 
 
-def _tta_aggregate_cells(d: dict[str, Any]) -> list[str]:
+def _tta_aggregate_cells(d: dict[str, Any], quality: str = "top-1") -> list[str]:
     tta = number(d["time_to_accuracy_s"]) if d["reached"] else "not reached"
     epochs = "-" if d["epochs"] is None else f"{d['epochs']:.1f}"
-    return [f"{tta} ({d['reached_runs']}/{d['runs']} reached)", epochs, percent(d["final_top1"]),
+    return [f"{tta} ({d['reached_runs']}/{d['runs']} reached)", epochs, _quality_value(d["final_top1"], quality),
             percent(d["final_top5"]), number(d["compute_s"]), number(d["communication_s"])]
 
 
@@ -374,21 +395,28 @@ def tta_document(records: Sequence[RunRecord]) -> Document:
     varying = [k for k in varying if k != "workers"]
     failures = [d for d in data if d["status"] != "ok" and not d["aggregate"]]
     refs = {id(d): f"[{i + 1}]" for i, d in enumerate(failures)}
+    quality = _quality(data)
     cols = [Column(k, numeric=k != "stack") for k in varying] + [Column("workers", True)] + (
         [Column("run", True)] if several else []) + [
         Column("time to accuracy (s)", True), Column("epochs", True),
-        Column("top-1", True), Column("top-5", True), Column("compute (s)", True), Column("communication (s)", True)]
+        Column(quality, True), Column("top-5", True), Column("compute (s)", True), Column("communication (s)", True)]
     cells = tuple(tuple([*(str(d[k]) if d[k] is not None else "-" for k in varying), str(d["workers"]),
                          *([str(d["run"])] if several else []),
-                         *(_tta_aggregate_cells(d) if d["aggregate"] else _tta_cells(d, refs.get(id(d), "")))])
+                         *(_tta_aggregate_cells(d, quality) if d["aggregate"]
+                           else _tta_cells(d, refs.get(id(d), ""), quality))])
                   for d in data)
     first = data[0] if data else {}
-    said = {"stack": f"stack {first.get('stack')} (hash {first.get('stack_hash')})",
-            "target": f"target top-1 {percent(first.get('target'))}"}
+    said = {"stack": f"stack {first.get('stack')} (hash {first.get('stack_hash')})"}
+    if quality == "top-1" or first.get("target") is not None:
+        said["target"] = f"target {quality} {_quality_value(first.get('target'), quality)}"
     caption = [" · ".join(said[k] for k in same if k in said)] if data else []
-    caption.append("time to accuracy: seconds from the start of training until validation top-1 first reached "
-                   "the target; top-1/top-5: final validation accuracy; compute/communication: seconds per worker "
-                   "over all epochs; one row per run")
+    if quality == "top-1":
+        caption.append("time to accuracy: seconds from the start of training until validation top-1 first reached "
+                       "the target; top-1/top-5: final validation accuracy; compute/communication: seconds per "
+                       "worker over all epochs; one row per run")
+    else:  # imported MLPerf runs: the quality each benchmark's rules name (a loss or perplexity is reached from above)
+        caption.append(f"time to accuracy: seconds from run_start to run_stop of the runs that reached the "
+                       f"benchmark's quality target; {quality}: the last evaluation the log states; one row per run")
     if several:
         caption.append("mean: the point's runs summed up as `repro compare` does: time to accuracy averaged over "
                        "the runs that reached the target (k/n reached), the other figures over the runs that "

@@ -53,7 +53,8 @@ def test_a_run_lacking_a_setting_after_a_complete_run_does_not_lose_the_complete
     path = pasted(tmp_path, "two.log", (REAL / LAMBDA_1GPU).read_text(), (REAL / NO_HEADER).read_text())
     result = imported(path, "two.log#1:precision=fp16")
     assert result.status == "imported" and [r.reported_images_per_sec for r in result.records] == [875.2]
-    assert any("not imported" in w and "workers" in w for w in result.warnings)
+    # the run that lacks a setting is named as not imported (and `repro import` exits non-zero: issue 40)
+    assert any("not imported" in w and "workers" in w for w in result.unsettled)
     # --set can state what the second run lacks, for that run only (the first shows its own batch, 48)
     result = imported(path, "two.log#1:precision=fp16", "two.log#2:workers=1,batch=32")
     assert [(r.settings.batch_per_worker, r.reported_images_per_sec) for r in result.records] == \
@@ -167,7 +168,7 @@ def test_reimporting_with_a_corrected_set_says_how(capsys, tmp_path):
     path, store = str(REAL / NO_HEADER), str(tmp_path / "r")
     assert run(capsys, "import", path, "--stack", "a", "--store", store, "--set", "workers=1,batch=32")[0] == 0
     code, out, _ = run(capsys, "import", path, "--stack", "a", "--store", store, "--set", "workers=2,batch=32")
-    assert code == 0 and "skipped" in out and "repro rm" in out
+    assert code == 0 and "skipped" in out and "repro results rm" in out
 
 
 def test_scaling_rows_differing_only_in_data_format_show_it(tmp_path):

@@ -31,6 +31,7 @@ class FileResult:
     message: str = ""
     error: InputError | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    unsettled: tuple[str, ...] = ()  # complete runs left out until --set gives what they lack (the import fails)
 
 
 def source_key(record: RunRecord) -> tuple[str, str] | None:
@@ -70,7 +71,7 @@ def import_file(path: str, stack: StackRef, overrides: Sequence[Override], known
                        f" {', '.join(ids[:3])}{'...' if len(ids) > 3 else ''})")
             if for_file(overrides, path):  # a corrected --set is not applied to what is stored: say how
                 message += (f"; to import it again with these --set values, remove the earlier records first: "
-                            f"repro rm {' '.join(ids)}")
+                            f"repro results rm {' '.join(ids)}")
             return FileResult(path, "skipped", message=message)
         mine = for_file(overrides, path)
 
@@ -83,18 +84,20 @@ def import_file(path: str, stack: StackRef, overrides: Sequence[Override], known
         if stray:
             raise InputError(f"--set {stray[0].given!r}: no run of {path} is #{stray[0].run} (runs: "
                              + ", ".join(f"#{n} lines {r.lines}" for n, r in runs) + ")")
-        records, problems = [], list(fragments)
+        records, unsettled = [], []
         for n, run in runs:
             try:
                 records.append(to_record(run, stack, for_run(mine, path, n, run.first_line, run.last_line),
                                          sha256=sha, index=n - 1))
             except InputError as exc:
-                problems.append(exc)
+                exc.span = (run.first_line, run.last_line)  # type: ignore[attr-defined]
+                unsettled.append(exc)
         if not records:
-            raise problems[0] if problems else InputError(f"{path}: no run to import")
+            raise (unsettled or fragments or [InputError(f"{path}: no run to import")])[0]
         warnings = [f"{path}:{run.first_line}: {w}" for _, run in runs for w in run.warnings]
-        warnings += [_fragment(path, p) for p in problems]
-        return FileResult(path, "imported", tuple(records), warnings=tuple(warnings))
+        warnings += [_fragment(path, p) for p in fragments]
+        return FileResult(path, "imported", tuple(records), warnings=tuple(warnings),
+                          unsettled=tuple(_fragment(path, p) for p in unsettled))
     except InputError as exc:
         return FileResult(path, "failed", error=exc)
     except ReproError as exc:

@@ -29,6 +29,7 @@ from repro.results.record import RankResult
 from repro.workloads.tf_cnn_benchmarks import canonical_model
 
 HOROVOD = "horovod_synthetic"
+EXAMPLE = "Horovod's or BytePS's synthetic benchmark ('Iter #0: ... img/sec per GPU')"
 BYTEPS = "byteps_synthetic"
 SCRIPTS = ("pytorch_synthetic_benchmark.py", "tensorflow2_synthetic_benchmark.py",
            "tensorflow_synthetic_benchmark.py", "tensorflow2_keras_synthetic_benchmark.py",

@@ -8,16 +8,18 @@ or ``aborted``). ``eval_accuracy`` events give the accuracy per evaluation (``me
 Every rank may print the events: the first of each key counts. The target is recorded only when the
 log states it (``eval_target`` in later versions of the rules).
 
-Workers: where the log states them, from ``global_batch_size`` / ``local_batch_size`` (per accelerator),
-else from the platform it names (``submission_platform``: ``gpu-v100-8`` and ``tpu-v3-32`` end in the
-accelerator count, ``8xNVIDIA DGX A100`` names 8 systems of a known size); otherwise they stay unknown
+Workers: where the log states them, from ``global_batch_size`` / ``local_batch_size`` (per accelerator), else
+from the ``:::SYSJSON`` system description (``number_of_nodes`` x ``accelerators_per_node``; its software
+versions and accelerator model are kept too), else from the platform name where a rule of
+``repro.results.importers.platforms`` reads it (each rule names its source); otherwise they stay unknown
 unless given (``repro import --set FILE:workers=8``). Records get workload ``tta``, so compare treats them
 as time to accuracy. A run whose ``run_stop`` status is not ``success`` (``aborted``) is a failed run.
 
 Accuracy: ``eval_accuracy`` is top-1 only for image classification (resnet); for BERT it is the masked-LM
-accuracy (kept as ``final_accuracy`` with ``accuracy_metric``). ``epoch_num`` counts epochs only where the
-benchmark's rules say so: BERT's counts training samples (or steps), so it is kept as ``epoch_num``, never
-as epochs.
+accuracy (kept as ``final_accuracy`` with ``accuracy_metric``); GPT-3's is the log perplexity and Llama 2
+LoRA's the evaluation loss, targets reached from above (``lower_is_better``). ``epoch_num`` counts epochs only
+where the benchmark's rules say so: BERT's and GPT-3's count training samples, so they are kept as
+``epoch_num`` (and ``samples``), never as epochs.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ from typing import Any
 
 from repro.results.importers import split
 from repro.results.importers.lines import Line, error
+from repro.results.importers.platforms import read_platform
 from repro.results.importers.runs import ParsedRun, Shown, tail_of
 
 MLLOG = "mlperf"
+EXAMPLE = "MLPerf training results (':::MLLOG {...}' lines)"
 TTA = "tta"
 _EVENT = re.compile(r":::MLLOG\s+(\{.*\})\s*$")
+_SYSJSON = re.compile(r":::SYSJSON\s+(\{.*\})\s*$")
 _STARTS = frozenset({"submission_benchmark", "cache_clear", "init_start"})
 # the model each benchmark trains, as tf_cnn_benchmarks and repro name it
 _MODELS = {"resnet": "resnet50_v1.5", "bert": "bert-large", "ssd": "ssd-resnet34", "maskrcnn": "mask-rcnn",
@@ -73,33 +78,61 @@ def run_indexes(lines: Sequence[Line]) -> list[int | None]:
     return [i - 1 if i is not None and i not in started and i - 1 in started else i for i in out]
 
 
-# accelerators in one system of the names submitters give (the systems' descriptions in the results
-# repositories say so: systems/*.json, accelerators_per_node)
-_SYSTEM_SIZE = {"dgx-1": 8, "dgx1": 8, "dgx-2": 16, "dgx2": 16, "dgx-2h": 16, "dgx a100": 8, "dgxa100": 8,
-                "dgx h100": 8, "dgxh100": 8}
-
-
-def _workers(platform: str | None, global_batch: Any, local_batch: Any) -> tuple[int | None, str]:
-    """The accelerator count the log states, and how it was read."""
+def _workers(platform: str | None, global_batch: Any, local_batch: Any, system: Mapping[str, Any]
+             ) -> tuple[int | None, int | None, str]:
+    """The accelerator and host counts the log states, and how they were read: the batch sizes, the
+    :::SYSJSON system description, then the platform name where a rule of repro.results.importers.platforms
+    reads it."""
+    nodes, per_node = _count(system.get("number_of_nodes")), _count(system.get("accelerators_per_node"))
+    hosts = nodes
     if isinstance(global_batch, int) and isinstance(local_batch, int) and local_batch > 0 \
-            and global_batch % local_batch == 0:
-        return global_batch // local_batch, "global_batch_size / local_batch_size"
-    if not platform:
-        return None, ""
-    text = platform.strip()
-    if m := re.fullmatch(r"(\d+)x\s*(?:NVIDIA\s+)?(.+)", text, re.I):
-        size = _SYSTEM_SIZE.get(m.group(2).strip().lower())
-        if size:
-            return int(m.group(1)) * size, f"submission_platform {text!r}: {m.group(1)} x {size} accelerators"
-    if m := re.fullmatch(r"[A-Za-z][\w.]*(?:-[\w.]+)*-(\d+)", text):  # gpu-v100-8, tpu-v3-32, TPUv3-8192
-        return int(m.group(1)), f"submission_platform {text!r}"
-    return None, ""
+            and global_batch % local_batch == 0 and global_batch // local_batch > 0:
+        return global_batch // local_batch, hosts, "global_batch_size / local_batch_size"
+    if nodes and per_node:
+        return nodes * per_node, hosts, f":::SYSJSON number_of_nodes {nodes} x accelerators_per_node {per_node}"
+    reading = read_platform(platform)
+    if reading is None:
+        return None, hosts, ""
+    return reading.workers, hosts or reading.hosts, reading.how
 
 
-def _systems(platform: str | None) -> int | None:
-    """The host count a platform name gives: '2xNVIDIA DGX A100' ran on 2 systems."""
-    m = re.fullmatch(r"(\d+)x\s*(?:NVIDIA\s+)?(.+)", (platform or "").strip(), re.I)
-    return int(m.group(1)) if m and m.group(2).strip().lower() in _SYSTEM_SIZE else None
+def _count(value: Any) -> int | None:
+    """A positive count from a system description ('8' or 8), None otherwise."""
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+def system_json(lines: Sequence[Line]) -> tuple[dict[str, Any], int | None]:
+    """The first :::SYSJSON system description in the lines (MLPerf v2.1+ logs write it), and its line."""
+    for line in lines:
+        if (m := _SYSJSON.search(line.text)) is None:
+            continue
+        try:
+            data = json.loads(m.group(1))
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data, line.number
+    return {}, None
+
+
+_SOFTWARE = {"cuda_version": "cuda", "cuda_driver_version": "driver", "nccl_version": "nccl",
+             "cudnn_version": "cudnn", "cublas_version": "cublas", "openmpi_version": "openmpi",
+             "mofed_version": "mofed"}
+
+
+def _software(system: Mapping[str, Any]) -> dict[str, str]:
+    """The versions a system description names: its framework and its other_software_stack."""
+    out = {"framework": str(system["framework"])} if system.get("framework") else {}
+    stack = system.get("other_software_stack")
+    if isinstance(stack, dict):
+        out.update({_SOFTWARE[k]: str(v) for k, v in stack.items() if k in _SOFTWARE and v})
+    elif isinstance(stack, str) and stack:
+        out["other_software_stack"] = stack
+    return out
 
 
 def _accuracy(value: Any) -> float | dict[str, float] | None:
@@ -129,8 +162,10 @@ def _epoch(e: dict[str, Any] | None) -> Any:
     return meta.get("epoch_num") if isinstance(meta, dict) else None
 
 
-def _settings(events: Sequence[tuple[dict[str, Any], int]], given: Mapping[str, Any]) -> tuple[Shown, str]:
-    """The settings the events state (completed by `given`), and how the worker count was read."""
+def _settings(events: Sequence[tuple[dict[str, Any], int]], given: Mapping[str, Any],
+              system: tuple[Mapping[str, Any], int | None]) -> tuple[Shown, str]:
+    """The settings the events and the system description state (completed by `given`), and how the worker
+    count was read."""
     shown = Shown()
     shown.put("workload", TTA, None)
     if bench := _first(events, "submission_benchmark"):
@@ -142,10 +177,13 @@ def _settings(events: Sequence[tuple[dict[str, Any], int]], given: Mapping[str, 
     if batch := _first(events, "global_batch_size"):
         shown.put("global_batch", batch[0].get("value") if isinstance(batch[0].get("value"), int) else None, batch[1])
     local = _first(events, "local_batch_size")
-    workers, how = _workers(str(platform[0].get("value")) if platform else None,
-                            batch[0].get("value") if batch else None, local[0].get("value") if local else None)
-    shown.put("workers", workers, (local or platform or (None, None))[1])
-    shown.put("hosts", _systems(str(platform[0].get("value")) if platform else None), platform[1] if platform else None)
+    workers, hosts, how = _workers(str(platform[0].get("value")) if platform else None,
+                                   batch[0].get("value") if batch else None,
+                                   local[0].get("value") if local else None, system[0])
+    where = local[1] if local and how.startswith("global") else system[1] if how.startswith(":::SYSJSON") \
+        else platform[1] if platform else None
+    shown.put("workers", workers, where)
+    shown.put("hosts", hosts, system[1] if system[0].get("number_of_nodes") else platform[1] if platform else None)
     if local and isinstance(local[0].get("value"), int):
         shown.put("batch_per_worker", local[0]["value"], local[1])
     for name, value in given.items():
@@ -161,7 +199,8 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         missing = "run_start" if start is None else "run_stop"
         raise error(file, lines[-1].number, f"the MLPerf run has no {missing} event (log cut?)",
                     f':::MLLOG {{"key": "{missing}", "time_ms": ...}}')
-    shown, how = _settings(events, given or {})
+    system = system_json(lines)
+    shown, how = _settings(events, given or {}, system)
     accuracies = [(e, n) for e, n in events if e["key"] == "eval_accuracy" and _accuracy(e.get("value")) is not None]
     meta = stop[0].get("metadata")
     status = str(meta.get("status", "")).lower() if isinstance(meta, dict) else ""
@@ -173,6 +212,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     last = accuracies[-1][0] if accuracies else None
     name = str(shown.get("extra.benchmark") or "")
     classification = name in ("resnet", "")  # eval_accuracy is top-1 only for image classification
+    counts = _NOT_EPOCHS.get(name, "epochs")
     samples = _first(events, "train_samples")
     metrics = {
         "format": MLLOG, "reached": status == "success", "status": status or None,
@@ -181,12 +221,18 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         "final_top1": _accuracy(last["value"]) if last and classification else None,
         "final_accuracy": _accuracy(last["value"]) if last else None,  # Mask R-CNN: {"BBOX": .., "SEGM": ..}
         "accuracy_metric": "top1" if classification else _METRICS.get(name, "eval_accuracy"),
+        "lower_is_better": name in _LOSSES or None,  # a loss or perplexity target is reached from above
         "epochs": _epoch(last) if name not in _NOT_EPOCHS else None,
         "epoch_num": _epoch(last),
-        "epoch_num_counts": _NOT_EPOCHS.get(name, "epochs"),
+        "epoch_num_counts": counts,
+        "samples": _epoch(last) if counts.startswith("training samples") else None,
         "train_samples": samples[0].get("value") if samples else None,
         "evaluations": len(accuracies),
         "workers_from": how or None,
+        "system": dict(system[0]) or None,
+        "stated": ["run_start", "run_stop", "status", "eval_accuracy", *(["eval_target"] if target else [])],
+        "derived": {"time_to_accuracy_s": "run_stop time - run_start time", "run_s": "run_stop time - run_start time",
+                    **({"workers": how} if how else {})},
     }
     warnings = [] if status else ["run_stop has no status: whether the target was reached is unknown"]
     init = _first(events, "init_start")
@@ -198,13 +244,21 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         failure = f"run_stop status: {status} (the target was not reached; line {stop[1]})"
     return ParsedRun(format=MLLOG, file=file, first_line=lines[0].number, last_line=lines[-1].number,
                      settings=shown.values, where=shown.where, metrics=metrics, warnings=tuple(warnings),
-                     failure=failure, tail=tail_of([line.text for line in lines]))
+                     failure=failure, tail=tail_of([line.text for line in lines]), software=_software(system[0]),
+                     devices=(str(system[0]["accelerator_model_name"]),) if system[0].get("accelerator_model_name")
+                     else ())
 
 
 # what eval_accuracy measures where it is not top-1, and what epoch_num counts where it is not epochs
 _METRICS = {"bert": "masked_lm_accuracy", "ssd": "mAP", "maskrcnn": "bbox/segm mAP", "transformer": "BLEU",
-            "gnmt": "BLEU", "dlrm": "AUC", "rnnt": "WER", "unet3d": "mean DICE", "minigo": "win rate"}
-_NOT_EPOCHS = {"bert": "training samples (per the rules; some submitters log steps)"}
+            "gnmt": "BLEU", "dlrm": "AUC", "rnnt": "WER", "unet3d": "mean DICE", "minigo": "win rate",
+            "gpt3": "log_perplexity", "llama2_70b_lora": "eval_loss", "stable_diffusion": "FID/CLIP",
+            "dlrm_dcnv2": "AUC", "gnn": "accuracy"}
+# quality targets reached from above (the MLPerf training rules: GPT-3's log perplexity 2.69, Llama 2 70B
+# LoRA's evaluation loss 0.925)
+_LOSSES = frozenset({"gpt3", "llama2_70b_lora", "rnnt"})
+_NOT_EPOCHS = {"bert": "training samples (per the rules; some submitters log steps)",
+               "gpt3": "training samples (the reference logs consumed samples as epoch_num)"}
 
 
 def groups(lines: Sequence[Line]) -> list[list[Line]]:

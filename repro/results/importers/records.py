@@ -19,7 +19,7 @@ from typing import Any
 
 from repro.errors import InputError
 from repro.results import steady
-from repro.results.importers import horovod, mllog, tf_cnn, torch_ddp
+from repro.results.importers import horovod, mllog, nccl_tests, tf_cnn, torch_ddp
 from repro.results.importers.lines import error, split_lines
 from repro.results.importers.runs import ParsedRun
 from repro.results.importers.settings import Override, to_settings
@@ -27,7 +27,8 @@ from repro.results.record import Hardware, RunRecord, StackRef, new_id, now_iso
 from repro.results.redact import redact_argv, redact_env, redact_tree
 
 # format -> its reader
-READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp}
+READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp,
+           nccl_tests.NCCL_TESTS: nccl_tests}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -72,9 +73,9 @@ def read_runs(text: str, file: str = "<log>", fmt: str = "auto", given: Given | 
         first = next((line for line in lines if line.bare), None)
         # what the file holds is not echoed: it is not a log, and could be anything (a key, a password file)
         raise error(file, first.number if first else None, "not a log repro can import",
-                    "tf_cnn_benchmarks output ('10\\timages/sec: ...', 'total images/sec: ...'), Horovod's or "
-                    "BytePS's synthetic benchmark ('Iter #0: ... img/sec per GPU'), PyTorch's DDP benchmark "
-                    "('1 GPUs --   no ddp:  p50: ...') or MLPerf ':::MLLOG' lines",
+                    "one of the formats repro knows: " + "; ".join(f"{name}: {reader.EXAMPLE}"
+                                                                    for name, reader in READERS.items())
+                    + " (repro import --format NAME reads a file as that format only)",
                     "no line of any of these formats" if first else "an empty file")
     return runs, fragments
 
@@ -92,7 +93,9 @@ def to_record(run: ParsedRun, stack: StackRef, overrides: Mapping[str, Override]
               sha256: str = "", index: int = 0) -> RunRecord:
     """A RunRecord (origin import) of one run; InputError when its settings are not enough for a point."""
     settings = to_settings(run, overrides or {})
-    metrics: dict[str, Any] = {k: v for k, v in run.metrics.items() if v not in (None, [], {})}
+    metrics: dict[str, Any] = {k: v for k, v in run.metrics.items() if v not in (None, [], {})
+                               and k not in ("stated", "derived")}
+    metrics["provenance"] = provenance(run, settings, overrides or {})
     metrics["source"] = {"file": Path(run.file).name, "lines": run.lines, "sha256": sha256, "run": index}
     if run.figure_line:
         metrics["source"]["figure_line"] = run.figure_line
@@ -106,6 +109,23 @@ def to_record(run: ParsedRun, stack: StackRef, overrides: Mapping[str, Override]
         hardware=hardware, command=redact_argv(list(run.command)), env=redact_env(dict(run.env)),
         software=dict(run.software), metrics=metrics, reported_images_per_sec=figure,
         log_tail=redact_tree(run.tail))  # a log's NAME=value lines and secret-shaped text are not stored
+
+
+def provenance(run: ParsedRun, settings: Any, overrides: Mapping[str, Override]) -> dict[str, Any]:
+    """Which figures and settings the log stated (with their lines), which repro derived (and how), and which
+    --set gave: `repro results show` prints it for every imported record."""
+    stated: dict[str, str] = {name: f"line {line}" for name, line in sorted(run.where.items(), key=lambda i: i[1])
+                              if name not in overrides}
+    if run.figure is not None and run.figure_line:
+        stated["figure"] = f"line {run.figure_line}"
+    for name in run.metrics.get("stated") or []:
+        stated.setdefault(str(name), "the log")
+    derived = {str(k): str(v) for k, v in (run.metrics.get("derived") or {}).items()}
+    if settings.global_batch is not None and "global_batch" not in run.settings and "global_batch" not in overrides:
+        derived["global_batch"] = "batch per worker x workers"
+    if any(r.step_times for r in run.ranks):
+        derived.setdefault("step times", "the batch over each step's stated images/sec")
+    return {"stated": stated, "derived": derived, "given": {k: o.given for k, o in overrides.items()}}
 
 
 def import_stack(stack: str) -> StackRef:

@@ -32,6 +32,7 @@ from repro.results.importers.tf_cnn_samples import Scan, samples
 from repro.workloads.tf_cnn_benchmarks import canonical_model
 
 TF_CNN = "tf_cnn_benchmarks"
+EXAMPLE = "tf_cnn_benchmarks output ('10\\timages/sec: ...', 'total images/sec: ...')"
 SCRIPTS = ("tf_cnn_benchmarks.py",)
 
 _HEADER = {

@@ -27,7 +27,7 @@ from repro.results.importers.runs import ParsedRun, Shown, tail_of
 from repro.workloads.tf_cnn_benchmarks import canonical_model
 
 TORCH_DDP = "torch_ddp_benchmark"
-_SUITE = "PyTorch distributed benchmark suite"
+EXAMPLE = "PyTorch's DDP benchmark ('1 GPUs --   no ddp:  p50: ...')"
 _BENCHMARK = re.compile(r"^Benchmark:\s+(\S+)\s+with batch size\s+(\d+)")
 _ROW = re.compile(r"^(\d+)\s+GPUs\s+--\s+(no ddp|warmup|(\d+)M/(\d+)G):\s+(p50:.*)$")
 _PERCENTILE = re.compile(r"p(\d+):\s+([0-9.]+)s?\s+([0-9.]+)/s")  # early versions print '0.098', later '0.097s'
@@ -38,16 +38,15 @@ _HEADER = {"pytorch": re.compile(r"^\* PyTorch version:\s+(\S+)"), "cuda": re.co
 
 
 def groups(lines: Sequence[Line]) -> list[list[Line]]:
-    """One group per result row; each carries the header lines and its Benchmark: line before it."""
-    if not any(_SUITE in line.text for line in lines):
-        return []
+    """One group per result row; each carries the header lines and its Benchmark: line before it, where the
+    log has them (a row pasted without them is still a row: its layout is the program's own)."""
     header = [line for line in lines if any(rx.match(line.bare) for rx in _HEADER.values())]
     out, benchmark = [], None
     for line in lines:
         if _BENCHMARK.match(line.bare):
             benchmark = line
-        elif (m := _ROW.match(line.bare)) and benchmark is not None and m.group(2) != WARMUP:
-            out.append([*header, benchmark, line])
+        elif (m := _ROW.match(line.bare)) and m.group(2) != WARMUP:
+            out.append([*header, *([benchmark] if benchmark else []), line])
     return out
 
 
@@ -60,16 +59,19 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     """One result row (with the header and Benchmark: lines before it) as a ParsedRun."""
     row = lines[-1]
     m = _ROW.match(row.bare)
-    bench = _BENCHMARK.match(lines[-2].bare)
-    if m is None or bench is None:
+    if m is None:
         raise error(file, row.number, "not a row of PyTorch's DDP benchmark", "'   8 GPUs --    1M/8G:  p50: ...'")
+    bench_line = lines[-2] if len(lines) > 1 and _BENCHMARK.match(lines[-2].bare) else None
+    bench = _BENCHMARK.match(bench_line.bare) if bench_line else None
     shown = Shown()
-    gpus, batch = int(m.group(1)), int(bench.group(2))
+    gpus = int(m.group(1))
     shown.put("workload", TORCH_DDP, None)
-    shown.put("model", canonical_model(bench.group(1)), lines[-2].number)
-    shown.put("batch_per_worker", batch, lines[-2].number)
+    if bench and bench_line:  # without its Benchmark: line a row shows neither model nor batch: --set gives them
+        batch = int(bench.group(2))
+        shown.put("model", canonical_model(bench.group(1)), bench_line.number)
+        shown.put("batch_per_worker", batch, bench_line.number)
+        shown.put("global_batch", batch * gpus, row.number)
     shown.put("workers", gpus, row.number)
-    shown.put("global_batch", batch * gpus, row.number)
     shown.put("hosts", int(m.group(3)) if m.group(3) else 1, row.number)
     shown.put("extra.ddp", m.group(2) != "no ddp", row.number)
     machines, per_machine = (int(m.group(3)), int(m.group(4))) if m.group(3) else (1, gpus)
@@ -77,10 +79,10 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         shown.put("extra.group", m.group(2), row.number)
     shown.put("extra.framework", "pytorch", row.number)
     shown.put("extra.program", TORCH_DDP, row.number)
-    shown.put("precision", "fp32", lines[-2].number)  # the program has no other precision
-    shown.put("data", "synthetic", lines[-2].number)  # torch.rand inputs
+    shown.put("precision", "fp32", row.number)  # the program has no other precision
+    shown.put("data", "synthetic", row.number)  # torch.rand inputs
     software: dict[str, str] = {}
-    for line in lines[:-2]:
+    for line in lines[:-1]:
         for name, rx in _HEADER.items():
             if (h := rx.match(line.bare)) and name not in software:
                 if name == "backend":
@@ -97,7 +99,9 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         raise error(file, row.number, "the row has no p50 figure", "'p50:  0.097s     329/s'", row.bare)
     figure = round(percentiles["p50"]["ex_per_sec"] * gpus, 3)
     metrics = {"format": TORCH_DDP, "program": TORCH_DDP, "percentiles": percentiles,
-               "ex_per_sec_per_rank_p50": percentiles["p50"]["ex_per_sec"]}
+               "ex_per_sec_per_rank_p50": percentiles["p50"]["ex_per_sec"],
+               "stated": ["percentiles (sec/iter, ex/sec per rank)"],
+               "derived": {"images_per_sec": "workers x the p50 ex/sec per rank"}}
     warnings = ("the program prints percentiles of the iteration time, not each iteration: the figure "
                 "(N x the median ex/sec) has no interval",)
     return ParsedRun(format=TORCH_DDP, file=file, first_line=row.number, last_line=row.number,
