@@ -92,14 +92,12 @@ def supervise(parent: int, argv: list[str]) -> int:
     die_with_parent(signal.SIGTERM)
     if os.getppid() != parent:  # repro ended before the line above took effect
         return 1
-    child = subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent)  # noqa: PLW1509
+    child = subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent)
 
     def stop(signum: int, _frame: object) -> None:
         _kill_group(child, signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=GRACE_S)
-        except subprocess.TimeoutExpired:
-            pass
         _kill_group(child, signal.SIGKILL)
         os._exit(128 + signum)
 

@@ -21,8 +21,8 @@ from repro.errors import InputError
 from repro.hosts.ansible import PlaybookRun, RunOutcome
 from repro.hosts.facts import normalise
 from repro.hosts.inventory import VARIABLES, Inventory
-from repro.inputs import InputValueError
 from repro.hosts.ssh_trust import DEFAULT_KNOWN_HOSTS
+from repro.inputs import InputValueError
 from repro.manifest.resolve import LoadedStack
 from repro.results.provenance import HostFacts, ImageLock
 
@@ -118,7 +118,7 @@ def _extra_value(key: str, text: str) -> Any:
     if not text.strip():
         return ""
     try:
-        return yaml.load(text, Loader=_ExtraLoader)  # noqa: S506 (a SafeLoader)
+        return yaml.load(text, Loader=_ExtraLoader)  # a SafeLoader
     except yaml.YAMLError as exc:
         if "alias" in str(exc) or "nested" in str(exc):
             raise InputError(f"--extra-var {key}: {getattr(exc, 'problem', None) or exc}") from None
