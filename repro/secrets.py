@@ -14,7 +14,8 @@ import hashlib
 import re
 
 # Words that make a name secret whatever its prefix: TF_VAR_db_password, TF_TOKEN_app_terraform_io, MYSQL_PWD.
-_STRONG = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|(?:^|[_-])PWD$|CREDENTIAL|PRIVATE[_-]?KEY|"
+_STRONG = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|(?:^|[_-])PWD$|(?:^|[_-])PW$|SSHPASS|JWT|"
+                     r"CREDENTIAL|PRIVATE[_-]?KEY|"
                      r"API[_-]?KEY|ACCESS[_-]?KEY|AUTH[_-]?KEY|SESSION[_-]?KEY|WEBHOOK|(?:^|[_-])DSN$|"
                      r"CONNECTION[_-]?STRING)", re.IGNORECASE)
 # Words that usually do (API_KEY, BASIC_AUTH, ...), except in the tuning variables of the stack's own libraries
@@ -48,6 +49,17 @@ _BEARER = re.compile(r"(?P<key>\b(?:Bearer|Basic|token)\s+)(?P<value>[A-Za-z0-9.
 # (also "NAME": "value" in JSON, and export NAME='value' in a shell line)
 _ASSIGNMENT = re.compile(r"(?P<key>\b(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,127})[\"']?\s?[=:]\s?)"
                          r"(?:(?P<q>[\"'])(?P<quoted>[^\"'\n]+)(?P=q)|(?P<value>[^\s\"',;&|}]+))")
+# Forms people paste: a private-key block (or its truncated start), `mysql -pS`, `sshpass -p S`, `curl -u user:S`,
+# `docker login -p S`, `--password S` (any option whose name says secret) and netrc's `password S`.
+_KEY_BLOCK = re.compile(r"-----BEGIN (?P<kind>[A-Z0-9 ]*)PRIVATE KEY( BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY"
+                        r"( BLOCK)?-----|\Z)", re.DOTALL)
+_PASTED = re.compile(
+    r"(?P<key>\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n]*?\s-p)(?P<value>[^\s\-]\S*)"
+    r"|(?P<key2>\bsshpass\b[^\n]*?\s-p\s*)(?P<value2>\S+)"
+    r"|(?P<key3>\bdocker\s+login\b[^\n]*?\s-p\s+)(?P<value3>\S+)"
+    r"|(?P<key4>(?:^|\s)(?:-u|--user|--proxy-user)[\s=]+[^\s:]+:)(?P<value4>[^\s@]+)(?=\s|$)"
+    r"|(?P<key5>\b(?:login\s+\S+\s+|machine\s+\S+\s+)password\s+)(?P<value5>\S+)")
+_SECRET_OPTION = re.compile(r"(?P<key>(?:^|\s)--(?P<name>[A-Za-z][A-Za-z0-9_-]{0,63})\s+)(?P<value>[^\s-]\S*)")
 MARKER = re.compile(r"<redacted:[0-9a-f]{6}>")
 _SALT = b"repro-redacted:"
 
@@ -81,7 +93,19 @@ def redact_text(text: str) -> str:
     text = _TOKENS.sub(lambda m: marker(m.group(0)), text)
     text = _QUERY.sub(lambda m: f"{m['key']}{marker(m['value'])}", text)
     text = _BEARER.sub(lambda m: f"{m['key']}{marker(m['value'])}", text)
+    text = _KEY_BLOCK.sub(lambda m: marker(m.group(0)), text)
+    text = _PASTED.sub(_pasted, text)
+    text = _SECRET_OPTION.sub(lambda m: f"{m['key']}{marker(m['value'])}" if is_secret_name(m["name"])
+                              and not MARKER.fullmatch(m["value"]) else m.group(0), text)
     return _ASSIGNMENT.sub(_assignment, text)
+
+
+def _pasted(m: re.Match[str]) -> str:
+    for key, value in (("key", "value"), ("key2", "value2"), ("key3", "value3"), ("key4", "value4"),
+                       ("key5", "value5")):
+        if m[value] is not None:
+            return m.group(0) if MARKER.fullmatch(m[value]) else f"{m[key]}{marker(m[value])}"
+    return m.group(0)
 
 
 def _assignment(m: re.Match[str]) -> str:

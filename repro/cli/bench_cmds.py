@@ -259,7 +259,14 @@ def sweep_spec(args: argparse.Namespace):
 
     def one_int(flag: str, values: list[str] | None, minimum: int) -> int | None:
         v = _once(values, flag)
-        return None if v is None else _ints(flag, [v], minimum=minimum)[0]
+        if v is None:
+            return None
+        found = _ints(flag, [v], minimum=minimum)
+        if len(found) != 1:
+            from repro.errors import InputError
+
+            raise InputError(f"{flag}: expected one whole number, found {v!r}")
+        return found[0]
 
     extra = {k[2:]: _once(v, "--" + k[2:].replace("_", "-")) for k, v in vars(args).items()
              if k.startswith("x_") and v}

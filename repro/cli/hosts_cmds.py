@@ -137,7 +137,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
             print(f"export {key}={shlex.quote(value)}")
         print(shlex.join(run.argv()))
         print("# variables (-e):")
-        print(json.dumps(redact_tree(run.extravars), indent=2, sort_keys=True))
+        print(json.dumps(redact_tree(run.variables()), indent=2, sort_keys=True))
         return 0
 
     outcome = result.outcome

@@ -11,18 +11,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro.errors import BackendUnavailable, InputError
+from repro import children
+from repro.errors import BackendUnavailable
 from repro.extras import need
-from repro.hosts.inventory import UNCHECKED_SSH
+from repro.hosts import ssh_trust
+from repro.hosts.ssh_trust import check_environment
 from repro.resources import data_dir as repro_data_dir
 from repro.results.redact import is_secret_name, marker, redact_text, redact_tree
 
@@ -32,10 +34,12 @@ SKIP_PREFIX = "skipped:"
 # in the environment it builds unless the caller sets it, and the environment beats ansible.cfg.
 ENV = {"ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
        "ANSIBLE_HOST_KEY_CHECKING": "True", "ANSIBLE_SSH_HOST_KEY_CHECKING": "True",
-       "ANSIBLE_PARAMIKO_HOST_KEY_CHECKING": "True"}
-# Variables of the caller's environment that would carry ssh options past repro's checks.
-SSH_ENV = ("ANSIBLE_SSH_ARGS", "ANSIBLE_SSH_COMMON_ARGS", "ANSIBLE_SSH_EXTRA_ARGS", "ANSIBLE_SCP_EXTRA_ARGS",
-           "ANSIBLE_SFTP_EXTRA_ARGS")
+       "ANSIBLE_PARAMIKO_HOST_KEY_CHECKING": "True", "ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD": "False",
+       # ssh is the connection of every host that names none (an inventory naming another is refused)
+       "ANSIBLE_TRANSPORT": "ssh",
+       # paramiko (refused in inventories, still checked) then raises on an unknown key instead of asking on a
+       # terminal no one reads; the ssh connection plugin does not use persistence, so nothing else changes
+       "ANSIBLE_USE_PERSISTENT_CONNECTIONS": "True"}
 # What repro keeps of ansible-runner's artifacts (redacted): the rest holds the caller's environment and the
 # extra variables, and is never written outside a private scratch directory removed after the run.
 KEPT = ("stdout", "status", "rc", "job_events")
@@ -52,6 +56,7 @@ class PlaybookRun:
     tags: tuple[str, ...] = ()
     check: bool = False
     limit: str | None = None
+    known_hosts: tuple[str, ...] = ()  # the inventory's known-hosts files (repro_known_hosts), for ssh_args
 
     @property
     def playbook_path(self) -> Path:
@@ -59,6 +64,11 @@ class PlaybookRun:
 
     def env(self) -> dict[str, str]:
         return {**ENV, "ANSIBLE_CONFIG": str(repro_data_dir("playbooks") / "ansible.cfg")}
+
+    def variables(self) -> dict[str, Any]:
+        """Every extra variable of the run: the caller's, then repro's ssh options (extra variables beat every
+        other source of a variable, so these are the ones ssh gets: repro.hosts.ssh_trust)."""
+        return {**self.extravars, **ssh_trust.extra_vars(self.known_hosts)}
 
     def argv(self) -> list[str]:
         """The ansible-playbook command line equivalent to this run (run from playbooks/, with env()), secrets
@@ -68,8 +78,7 @@ class PlaybookRun:
             argv.append("--check")
         if self.limit:
             argv += ["--limit", self.limit]
-        if self.extravars:
-            argv += ["-e", json.dumps(redact_tree(self.extravars), sort_keys=True)]
+        argv += ["-e", json.dumps(redact_tree(self.variables()), sort_keys=True)]
         if self.tags:
             argv += ["--tags", ",".join(self.tags)]
         argv.append(str(self.playbook_path))
@@ -271,18 +280,6 @@ def scrub(text: str, secrets: frozenset[str]) -> str:
     return redact_text(text)
 
 
-def check_environment(env: Mapping[str, str]) -> None:
-    """Refuse ssh options in the caller's environment that turn host-key checking off."""
-    for name in SSH_ENV:
-        value = env.get(name)
-        if value:
-            found = UNCHECKED_SSH.search(value)
-            if found:
-                raise InputError(f"{name}: '{found.group(0)}' turns host-key checking off",
-                                 hint="repro checks host keys on every SSH connection; unset the variable and "
-                                 "record the hosts' keys in known_hosts")
-
-
 def _scratch_root() -> str | None:
     """Where ansible-runner's private data dir goes during a run: memory (/dev/shm) where there is one, since
     it holds the caller's environment and the extra variables until repro removes it."""
@@ -304,20 +301,24 @@ def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[
         raise BackendUnavailable(f"playbook {run.playbook_path} not found",
                                  hint="set REPRO_PLAYBOOKS to repro's playbooks directory")
     check_environment(os.environ)
+    ssh_trust.check_config_dir(run.playbook_path.parent, "playbooks directory")
     secrets = secrets | secret_values(run.extravars, dict(os.environ))
     collector = _Collector(progress, secrets)
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     ident = ident or data_dir.name
+    # what a killed run left: its ssh connection masters and its private data dir (environment, extra variables)
+    children.remove_stale("cp", before=lambda p: _close_masters(str(p)))
+    children.remove_stale("ansible", _scratch_root())
     # SSH control sockets of this run only (short path: unix sockets are limited to ~100 characters).
-    control_dir = tempfile.mkdtemp(prefix="repro-cp-")
-    private = Path(tempfile.mkdtemp(prefix="repro-ansible-", dir=_scratch_root()))
+    control_dir = str(children.scratch_dir("cp"))
+    private = children.scratch_dir("ansible", _scratch_root())
     try:
-        if run.extravars:  # a file only this user reads, not a command-line argument every user sees in `ps`
-            (private / "env").mkdir(mode=0o700)
-            fd = os.open(private / "env" / "extravars", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(run.extravars, fh)
+        # a file only this user reads, not a command-line argument every user sees in `ps`
+        (private / "env").mkdir(mode=0o700)
+        fd = os.open(private / "env" / "extravars", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(run.variables(), fh)
         try:
             runner = _run(ansible_runner, run, private, collector, ident, timeout, control_dir)
         finally:
@@ -358,11 +359,26 @@ def _close_masters(control_dir: str) -> None:
     shutil.rmtree(control_dir, ignore_errors=True)
 
 
+def _supervised_bin(data_dir: Path, path: str) -> str:
+    """A directory holding `ansible-playbook` that runs the real one under repro.children's supervisor, so that
+    it and every worker and ssh it starts end when repro ends (killed included)."""
+    real = shutil.which("ansible-playbook", path=path)
+    if real is None:
+        raise BackendUnavailable("ansible-playbook not found", hint="install repro[hosts] (ansible-core)")
+    bin_dir = data_dir / "bin"
+    bin_dir.mkdir(mode=0o700)
+    script = bin_dir / "ansible-playbook"
+    script.write_text("#!/bin/sh\nexec " + shlex.join(children.supervised([real])) + ' "$@"\n', encoding="utf-8")
+    script.chmod(0o700)
+    return str(bin_dir)
+
+
 def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector, ident: str | None,
          timeout: int | None, control_dir: str):
     # this Python's bin first on PATH: ansible-runner starts ansible-playbook by name (pexpect looks it up on the
     # PATH of the environment it is given), and a virtual environment run by its full path is not on the caller's
     path = os.pathsep.join(p for p in (str(Path(sys.executable).parent), os.environ.get("PATH", "")) if p)
+    path = os.pathsep.join((_supervised_bin(data_dir, path), path))
     return ansible_runner.run(
         private_data_dir=str(data_dir),
         project_dir=str(repro_data_dir("playbooks")),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -23,6 +22,7 @@ from typing import Any
 
 from repro import inputs
 from repro.errors import Diagnostic, InventoryError, Location
+from repro.hosts import ssh_trust
 from repro.hosts.inventory_files import InventoryFiles
 from repro.hosts.listing_errors import ansible_reason
 
@@ -107,19 +107,19 @@ def _checking_on(value: object) -> object:
     return True
 
 
-# ssh options that accept any host key: StrictHostKeyChecking=no/off, or an empty known-hosts file
-UNCHECKED_SSH = re.compile(r"StrictHostKeyChecking[\"']?\s*[= ]\s*[\"']?(?:no|off|false|0)\b|"
-                        r"(?<!Global)KnownHostsFile[\"']?\s*[= ]\s*[\"']?/dev/null\b", re.IGNORECASE)
+def _checked(problem: Callable[[object], str | None]) -> Callable[[object], object]:
+    def check(value: object) -> object:
+        why = problem(value)
+        if why:
+            raise inputs.InputValueError(why)
+        return value
+
+    return check
 
 
-def _ssh_args(value: object) -> object:
-    if not isinstance(value, str):
-        raise inputs.InputValueError(f"expected ssh options as text, found {type(value).__name__}")
-    found = UNCHECKED_SSH.search(value)
-    if found:
-        raise inputs.InputValueError(f"'{found.group(0)}' turns host-key checking off; repro checks host keys on "
-                                     "every SSH connection (record the host's key in known_hosts instead)")
-    return value
+def _owned(value: object) -> object:
+    raise inputs.InputValueError("repro sets this itself: it decides which ssh program runs and which host keys "
+                                 "it trusts (put other ssh options in ansible_ssh_common_args)")
 
 
 # variable -> its check, which returns the value to use (normalised: "true" from INI becomes True)
@@ -128,8 +128,8 @@ VARIABLES: dict[str, Callable[[object], object]] = {
     "ansible_port": _int(1, 65535),
     "ansible_user": _text(inputs.USER_NAME),
     "ansible_ssh_private_key_file": _text(inputs.PATH),
-    "ansible_connection": _text(inputs.CONNECTION),
-    "repro_known_hosts": _text(inputs.SSH_PATH),
+    "ansible_connection": _checked(ssh_trust.connection_problem),
+    "repro_known_hosts": _checked(ssh_trust.known_hosts_problem),
     "repro_slots": _int(1, 4096),
     "repro_gpus": _int(0, 1024),
     "repro_docker_host": _text(inputs.DOCKER_ENDPOINT),
@@ -145,11 +145,13 @@ VARIABLES: dict[str, Callable[[object], object]] = {
     "ansible_host_key_checking": _checking_on,
     "ansible_ssh_host_key_checking": _checking_on,
     "ansible_paramiko_host_key_checking": _checking_on,
-    "ansible_ssh_args": _ssh_args,
-    "ansible_ssh_common_args": _ssh_args,
-    "ansible_ssh_extra_args": _ssh_args,
-    "ansible_scp_extra_args": _ssh_args,
-    "ansible_sftp_extra_args": _ssh_args,
+    "ansible_ssh_common_args": _checked(ssh_trust.args_problem),
+    "ansible_ssh_extra_args": _checked(ssh_trust.args_problem),
+    "ansible_scp_extra_args": _checked(ssh_trust.args_problem),
+    "ansible_sftp_extra_args": _checked(ssh_trust.args_problem),
+    # what repro sets itself (ansible_ssh_args: its trust options; the ssh programs), checked for a clear message
+    "ansible_ssh_args": lambda v: _owned(_checked(ssh_trust.args_problem)(v)),
+    **{var: _owned for var in sorted(ssh_trust.OWNED_VARS - {"ansible_ssh_args"})},
 }
 
 

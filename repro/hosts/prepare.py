@@ -15,10 +15,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from repro.errors import InputError
 from repro.hosts.ansible import PlaybookRun, RunOutcome
 from repro.hosts.facts import normalise
-from repro.hosts.inventory import Inventory
+from repro.hosts.inventory import VARIABLES, Inventory
+from repro.hosts.ssh_trust import DEFAULT_KNOWN_HOSTS
+from repro.inputs import InputValueError
 from repro.manifest.resolve import LoadedStack
 from repro.results.provenance import HostFacts, ImageLock
 
@@ -66,30 +70,84 @@ def parse_tags(text: str | None) -> tuple[str, ...]:
 
 
 def parse_extra_vars(items: list[str] | None) -> dict[str, Any]:
-    """KEY=VALUE pairs (VALUE read as YAML, so 'false', '2044' and '[a, b]' keep their types)."""
-    import yaml
-
+    """KEY=VALUE pairs (VALUE read as YAML, so 'false', '2044' and '[a, b]' keep their types), each checked as
+    the same variable in an inventory would be; bounded: no aliases, at most MAX_EXTRA_DEPTH levels."""
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise InputError(f"bad --extra-var '{item}'", hint="use KEY=VALUE, e.g. -e nvidia_manage=true")
-        try:
-            out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
-        except yaml.YAMLError:
-            out[key.strip()] = value
+        key = key.strip()
+        if not sep or not key.isidentifier() or not key.isascii():
+            raise InputError(f"bad --extra-var '{_shown(item)}'", hint="use KEY=VALUE, e.g. -e nvidia_manage=true")
+        if len(value) > MAX_EXTRA_CHARS:
+            raise InputError(f"--extra-var {key}: longer than {MAX_EXTRA_CHARS} characters")
+        out[key] = _extra_value(key, value)
+        check = VARIABLES.get(key)
+        if check is not None:
+            try:
+                out[key] = check(out[key])
+            except InputValueError as exc:
+                raise InputError(f"--extra-var {key}: {exc}", hint="an extra variable is checked as the same "
+                                 "variable in an inventory would be (docs/prepare.md)") from None
+        elif key.startswith("_repro"):
+            raise InputError(f"--extra-var {key}: names beginning with _repro are repro's own")
     return out
+
+
+MAX_EXTRA_CHARS = 65536
+MAX_EXTRA_DEPTH = 32
+
+
+class _ExtraLoader(yaml.SafeLoader):
+    """A YAML value of one extra variable: no aliases (a self-referring `&a [*a]` has no end), bounded depth."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("holds an alias (*name); write the value itself")
+        self.depth += 1
+        if self.depth > MAX_EXTRA_DEPTH:
+            raise yaml.YAMLError(f"nested more than {MAX_EXTRA_DEPTH} deep")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _extra_value(key: str, text: str) -> Any:
+    if not text.strip():
+        return ""
+    try:
+        return yaml.load(text, Loader=_ExtraLoader)  # a SafeLoader
+    except yaml.YAMLError as exc:
+        if "alias" in str(exc) or "nested" in str(exc):
+            raise InputError(f"--extra-var {key}: {getattr(exc, 'problem', None) or exc}") from None
+        return text  # not YAML: the text itself, as before
+    except (RecursionError, ValueError, OverflowError) as exc:
+        raise InputError(f"--extra-var {key}: cannot be read as YAML ({type(exc).__name__})") from None
+
+
+def _shown(text: str) -> str:
+    shown = ascii(text)[1:-1]
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def plan(inventory: str | Path, *, stack: LoadedStack | None = None, lock: ImageLock | None = None,
          tags: tuple[str, ...] = (), check: bool = False, check_only: bool = False, limit: str | None = None,
-         extra_vars: Mapping[str, Any] | None = None) -> PlaybookRun:
-    """The playbook run for these options (pure)."""
+         extra_vars: Mapping[str, Any] | None = None, known_hosts: tuple[str, ...] = ()) -> PlaybookRun:
+    """The playbook run for these options (pure); `known_hosts`: the files that hold the hosts' keys."""
     extravars = stack_vars(stack, lock) if stack else {}
     extravars.update(extra_vars or {})
     if check_only:
-        return PlaybookRun(FACTS, str(Path(inventory).resolve()), extravars, (), check=True, limit=limit)
-    return PlaybookRun(SITE, str(Path(inventory).resolve()), extravars, tuple(tags), check=check, limit=limit)
+        return PlaybookRun(FACTS, str(Path(inventory).resolve()), extravars, (), check=True, limit=limit,
+                           known_hosts=known_hosts)
+    return PlaybookRun(SITE, str(Path(inventory).resolve()), extravars, tuple(tags), check=check, limit=limit,
+                       known_hosts=known_hosts)
+
+
+def known_hosts_files(inventory: Inventory) -> tuple[str, ...]:
+    """The known-hosts files of the inventory's hosts that ssh reaches (repro_known_hosts, else ssh's own)."""
+    return tuple(sorted({h.known_hosts or DEFAULT_KNOWN_HOSTS for h in inventory.hosts if not h.local}))
 
 
 def gathered_facts(outcome: RunOutcome, inventory: Inventory) -> dict[str, HostFacts]:

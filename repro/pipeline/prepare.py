@@ -56,7 +56,8 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
     store = Store(store_root)
     lock = store.lock(stack.hash) if stack and not dry_run else None
     run = hosts_prepare.plan(inventory.path, stack=stack, lock=lock, tags=tags, check=check, check_only=check_only,
-                             limit=limit, extra_vars=extra_vars)
+                             limit=limit, extra_vars=extra_vars,
+                             known_hosts=hosts_prepare.known_hosts_files(inventory))
     if dry_run:
         return PrepareResult(run, inventory, None)
     # A fresh private data dir per run: ansible-runner reads env/ files it finds there, so a reused dir could

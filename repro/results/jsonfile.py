@@ -12,6 +12,8 @@ from repro.errors import ResultsError
 from repro.files import FileProblem, read_file
 
 MAX_RECORD_BYTES = 512 << 20
+MAX_RECORD_DEPTH = 64  # records are a few levels deep; ~1,000 would break every recursive reader after this one
+MAX_RECORD_ITEMS = 200_000  # per list: 10^6 step times would make a scaling table allocate gigabytes
 
 if TYPE_CHECKING:
     from repro.results.record import RunRecord
@@ -80,10 +82,38 @@ def read_record(path: Path) -> RunRecord:
         raise UnreadableRecord(path, f"unreadable record ({exc})") from None
     try:
         data = json.loads(raw)
-    except ValueError as exc:
-        what = "empty file" if not raw.strip() else f"not JSON ({exc})"
+    except (ValueError, RecursionError) as exc:
+        what = "empty file" if not raw.strip() else \
+            f"nested too deep (more than {MAX_RECORD_DEPTH} levels)" if isinstance(exc, RecursionError) else \
+            f"not JSON ({exc})"
         raise UnreadableRecord(path, f"unreadable record: {what}") from None
+    why = shape_problem(data)
+    if why:
+        raise UnreadableRecord(path, f"unusable record: {why}")
     try:
         return parse_record(data)
     except RecordError as exc:
         raise UnreadableRecord(path, exc.message, newer=isinstance(exc, NewerSchemaError)) from None
+
+
+def shape_problem(data: Any) -> str | None:
+    """Why a record's JSON cannot be used whatever its schema says (too deep, a list too long, text that is not
+    UTF-8 such as a lone surrogate), or None; iterative, so no depth breaks it."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_RECORD_DEPTH:
+            return f"nested more than {MAX_RECORD_DEPTH} levels deep"
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+            stack.extend((k, depth) for k in node)
+        elif isinstance(node, list):
+            if len(node) > MAX_RECORD_ITEMS:
+                return f"a list of {len(node)} items (at most {MAX_RECORD_ITEMS})"
+            stack.extend((v, depth + 1) for v in node)
+        elif isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return "text that is not UTF-8 (a lone surrogate such as \\ud800)"
+    return None

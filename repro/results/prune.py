@@ -22,7 +22,10 @@ def parse_cutoff(text: str, now: datetime) -> datetime:
     """--older-than: an age (90m, 12h, 30d, 2w) before `now`, or a date or time (2024-05-01, ISO 8601)."""
     match = _AGE.match(text.strip().lower())
     if match:
-        return now - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        try:
+            return now - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        except (OverflowError, ValueError):  # older than the calendar reaches: every record
+            return datetime.min.replace(tzinfo=timezone.utc)
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:

@@ -1,0 +1,119 @@
+"""Child processes that end when repro ends, killed included; scratch that a killed run left, removed.
+
+A program repro starts gets PR_SET_PDEATHSIG (the kernel signals it when repro's thread ends, even by
+SIGKILL). A program that starts programs of its own (ansible-playbook: workers, ssh) runs under `supervise`:
+a small process that holds it in its own process group and kills that whole group when repro ends.
+Scratch directories carry repro's process id in their name (`repro-<what>-<pid>-...`), so the next start
+removes those whose process is gone.
+
+Run as `python repro/children.py PARENT_PID PROGRAM ARG...` to supervise PROGRAM (standard library only, so that
+it runs as a script wherever repro is).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+GRACE_S = 3.0
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send `sig` to this process when the thread that started it ends (Linux; a preexec_fn)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+
+def scratch_dir(what: str, root: str | None = None) -> Path:
+    """A private scratch directory named for this process (0700), so that the next start can remove it if this
+    process is killed before it does."""
+    return Path(tempfile.mkdtemp(prefix=f"repro-{what}-{os.getpid()}-", dir=root))
+
+
+def remove_stale(what: str, root: str | Path | None = None, *,
+                 before: Callable[[Path], None] | None = None) -> list[Path]:
+    """Remove this user's `what` scratch directories under `root` (default: the temp directory) whose process is
+    gone; `before` is called on each first (to stop what it still serves). Returns what was removed."""
+    base = Path(root or tempfile.gettempdir())
+    pattern = re.compile(rf"repro-{re.escape(what)}-(?P<pid>[0-9]{{1,10}})-")
+    removed = []
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return []
+    for path in entries:
+        m = pattern.match(path.name)
+        if not m or _alive(int(m["pid"])):
+            continue
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if st.st_uid != os.getuid() or not path.is_dir() or path.is_symlink():
+            continue
+        if before is not None:
+            with contextlib.suppress(Exception):
+                before(path)
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def supervised(argv: list[str]) -> list[str]:
+    """argv run under a supervisor that ends it, and every process it starts, when this process ends."""
+    return [sys.executable, str(Path(__file__).resolve()), str(os.getpid()), *argv]
+
+
+def supervise(parent: int, argv: list[str]) -> int:
+    """Run argv in its own process group; kill the group when `parent` ends (or this supervisor is told to stop)."""
+    die_with_parent(signal.SIGTERM)
+    if os.getppid() != parent:  # repro ended before the line above took effect
+        return 1
+    child = subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent)
+
+    def stop(signum: int, _frame: object) -> None:
+        _kill_group(child, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=GRACE_S)
+        _kill_group(child, signal.SIGKILL)
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
+    rc = child.wait()
+    _kill_group(child, signal.SIGKILL)  # what the program left behind in its group
+    return rc if rc >= 0 else 128 - rc
+
+
+def _kill_group(child: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, sig)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or not sys.argv[1].isdigit():
+        sys.exit("usage: children.py PARENT_PID PROGRAM [ARG...]")
+    sys.exit(supervise(int(sys.argv[1]), sys.argv[2:]))
