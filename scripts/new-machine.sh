@@ -27,11 +27,11 @@ die() { log "error: $*"; exit 2; }
 
 SUITE=bookworm
 MIRROR=${REPRO_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-CLUSTER_NAME=nm
+CLUSTER_NAME="nm"
 # What a new machine of this project has before any of its own scripts run (see the header).
 MACHINE_PACKAGES=(python3 python3-venv python3-pip python3-dev build-essential cmake git ca-certificates)
 STARTED=$SECONDS
-phase() { log "$1: $(($SECONDS - $2)) s"; }
+phase() { log "$1: $((SECONDS - $2)) s"; }
 
 # -- this machine: the tools to make the new one ----------------------------------------------------------
 phase_start=$SECONDS
@@ -171,6 +171,23 @@ done < <({ python3 -m pip config list 2>/dev/null | sed -E "s/^[^=]*='(.*)'$/\1/
   tr ' ' '\n' | sed -E 's#^file://##; s#/simple/?$##' | grep '^/' | sort -u)
 pip_env=()
 while IFS= read -r name; do pip_env+=(-e "$name"); done < <(env | sed -nE 's/^(PIP_[A-Z_]+)=.*/\1/p')
+# A privileged container, as far as this machine allows: `--privileged` asks for every capability, and runc
+# fails ("unable to apply caps") where this process's bounding set lacks one (a VM sandbox that drops
+# CAP_SYS_RESOURCE, for one). So: every capability this machine has, no seccomp or AppArmor profile, no masked
+# /proc paths, every device, and /sys read-write (the machine's, with its cgroup hierarchies, which the new
+# machine's Docker engines and `ip netns exec` need), which is what --privileged gives.
+CAPS=(chown dac_override dac_read_search fowner fsetid kill setgid setuid setpcap linux_immutable net_bind_service
+  net_broadcast net_admin net_raw ipc_lock ipc_owner sys_module sys_rawio sys_chroot sys_ptrace sys_pacct sys_admin
+  sys_boot sys_nice sys_resource sys_time sys_tty_config mknod lease audit_write audit_control setfcap mac_override
+  mac_admin syslog wake_alarm block_suspend audit_read perfmon bpf checkpoint_restore)
+bounding=$((16#$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status)))
+PRIVILEGES=(--cap-add ALL --security-opt seccomp=unconfined --security-opt apparmor=unconfined
+  --security-opt systempaths=unconfined --device-cgroup-rule 'a *:* rwm' -v /sys:/sys)
+for i in "${!CAPS[@]}"; do
+  if (((bounding >> i) & 1)); then continue; fi
+  PRIVILEGES+=(--cap-drop "${CAPS[$i]^^}")
+  log "this machine's processes lack CAP_${CAPS[$i]^^}: the new machine does too"
+done
 mkdir -p "$DIR/tmp" "$DIR/var-lib-docker"
 chmod 1777 "$DIR/tmp"
 phase "the clone" "$phase_start"
@@ -182,7 +199,7 @@ log "running on the new machine: $*"
 phase_start=$SECONDS
 CONTAINER=repro-new-machine-$$
 rc=0
-docker run --name "$CONTAINER" --privileged --network host --shm-size 8g --init \
+docker run --name "$CONTAINER" "${PRIVILEGES[@]}" --network host --shm-size 8g --init \
   -v "$DIR/repro:/root/repro" -v "$DIR/tmp:/tmp" -v "$DIR/var-lib-docker:/var/lib/docker" "${mounts[@]}" \
   "${pip_env[@]}" -e CI=true -e REPRO_CLUSTER_NAME=$CLUSTER_NAME \
   ${REPRO_TEST_WORKERS:+-e REPRO_TEST_WORKERS="$REPRO_TEST_WORKERS"} \
