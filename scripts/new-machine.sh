@@ -132,6 +132,8 @@ ctx=$DIR/context
 mkdir -p "$ctx/files/etc" "$ctx/files/root/.config"
 cp -a /etc/apt "$ctx/files/etc/apt"
 rm -rf "$ctx/files/etc/apt/auth.conf.d" # credentials stay on this machine (an archive that needs them is not Debian's)
+# this machine's sources replace debootstrap's (where it has no sources.list, an empty one: no source twice)
+[ -e "$ctx/files/etc/apt/sources.list" ] || : >"$ctx/files/etc/apt/sources.list"
 mkdir -p "$ctx/files/etc/ssl/certs"
 cp -L /etc/ssl/certs/ca-certificates.crt "$ctx/files/etc/ssl/certs/host-ca-certificates.crt"
 [ ! -f /etc/pip.conf ] || cp /etc/pip.conf "$ctx/files/etc/pip.conf"
@@ -203,6 +205,8 @@ docker run --name "$CONTAINER" "${PRIVILEGES[@]}" --network host --shm-size 8g -
   -v "$DIR/repro:/root/repro" -v "$DIR/tmp:/tmp" -v "$DIR/var-lib-docker:/var/lib/docker" "${mounts[@]}" \
   "${pip_env[@]}" -e CI=true -e REPRO_CLUSTER_NAME=$CLUSTER_NAME \
   ${REPRO_TEST_WORKERS:+-e REPRO_TEST_WORKERS="$REPRO_TEST_WORKERS"} \
-  repro-new-machine/machine "$@" </dev/null || rc=$?
+  repro-new-machine/machine "$@" </dev/null &
+# in the background, so that INT and TERM reach the traps at once: the teardown stops the container
+wait $! || rc=$?
 phase "the command (exit $rc)" "$phase_start"
 exit "$rc"

@@ -127,10 +127,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--stack", required=True, metavar="NAME", type=path_argument,
                      help="the stack the runs belong to: a name, or a manifest file (its hash then keys them)")
     _store_option(imp)
-    from repro.results.importers import FORMATS as LOG_FORMATS  # the readers' registry
-
-    imp.add_argument("--format", dest="log_format", choices=("auto", *LOG_FORMATS),
-                     default="auto", help="log format (default: detected, per run)")
+    # the readers' names are checked when the logs are read (an unknown one gets the list): importing the readers
+    # here would load the record model on every command's start
+    imp.add_argument("--format", dest="log_format", default="auto", metavar="LOG_FORMAT",
+                     help="log format: auto (default: detected, per run) or a reader's name (tf_cnn_benchmarks, "
+                     "horovod_synthetic, mlperf, torch_ddp_benchmark, nccl_tests, ...; an unknown name lists them)")
     imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="[PATTERN][#RUN]:NAME=VALUE",
                      help="a setting the logs do not show, for the files matching PATTERN (repeatable)")
     imp.add_argument("--hosts", type=int, metavar="N", help="same as --set hosts=N (every file)")

@@ -37,7 +37,10 @@ for d in sshd lock netns containerd; do
   if [ -e /run/$d ]; then echo "/run/$d exists on the new /run"; exit 91; fi
 done
 script=$1 a=$2 b=$3 out=$4
-down() { REPRO_CLUSTER_NAME=$a bash "$script" down >/dev/null 2>&1; REPRO_CLUSTER_NAME=$b bash "$script" down >/dev/null 2>&1; }
+down() {
+  REPRO_CLUSTER_NAME=$a bash "$script" down >/dev/null 2>&1
+  REPRO_CLUSTER_NAME=$b bash "$script" down >/dev/null 2>&1
+}
 trap down EXIT
 REPRO_CLUSTER_NAME=$a bash "$script" up 2 >"$out/up-$a.log" 2>&1 & pa=$!
 REPRO_CLUSTER_NAME=$b bash "$script" up 2 >"$out/up-$b.log" 2>&1 & pb=$!

@@ -90,7 +90,8 @@ def test_fail_on_regression_gates_on_measured_runs(store):
 # load changes; to show that it holds, a CPU hog on every core starts after the first pair and stops before the
 # last, falling on both sides' runs.
 PAIRS = 4
-PROBE_STACK = "extends: cpu-tf215.yaml\ndescription: the probe at batch {batch}\nbenchmark:\n  workload: probe\n  batch_size: {batch}\n"
+PROBE_STACK = ("extends: cpu-tf215.yaml\ndescription: the probe at batch {batch}\n"
+               "benchmark:\n  workload: probe\n  batch_size: {batch}\n")
 
 
 def _records(store: Path) -> int:
