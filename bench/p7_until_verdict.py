@@ -97,7 +97,7 @@ def main() -> None:
     per_run, source = run_minutes(args.store)
     print(f"noise: real run-to-run shifts of tests/data/steps (sd {SHIFTS.std(ddof=1):.1%} per run), drift 0.5%/run;"
           f" one run = {per_run:.2f} min ({source}); rule: Pocock spending, a look after every pair from pair 3,"
-          f" {args.trim:.0%} trimmed mean")
+          + (f" {args.trim:.0%} trimmed mean" if args.trim else " paired t on the log-ratios"))
     print(f"{'calling a 5% speedup, 95%, threshold 2%':44} {'pairs':>6} {'min':>6} {'found':>6} {'fixed':>6} "
           f"{'P7':>6} {'A/A false':>9} {'A/A equiv':>9}")
     for budget in (int(x) for x in args.max_pairs.split(",")):

@@ -13,8 +13,8 @@ format, torch.compile, thread count and torch.distributed backend:
          from its result (global batch x steps / the slowest rank's total step time).
 Prints both per repeat, their medians, and the ratio repro / plain as the geometric mean of the pair ratios with
 its paired-t interval (repro.results.stats.goal_check; goal: >= 0.98): "unresolved" when the interval reaches
-both sides of the goal. Figures only; nothing is asserted. `--side plain` runs only the peer (scripts/device-check.sh sets it beside `repro bench`); the last
-line is then `PEER_RESULT {json}`.
+both sides of the goal. Figures only; nothing is asserted. `--side plain` runs only the peer
+(scripts/device-check.sh sets it beside `repro bench`); the last line is then `PEER_RESULT {json}`.
 """
 
 from __future__ import annotations

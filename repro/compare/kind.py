@@ -33,9 +33,9 @@ from repro.registry import Registry
 
 if TYPE_CHECKING:
     from repro.compare.align import Pair
-    from repro.results import stats
     from repro.compare.core import Comparison
     from repro.compare.throughput import Options
+    from repro.results import stats
     from repro.results.record import RunRecord
 
 

@@ -311,7 +311,7 @@ def reference_table(c: Comparison) -> Table:
     columns = [Column("kind"), *(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("figure"),
                *(Column(h, numeric=True) for h in ("NEW/REF", "lower bound", "upper bound")), Column("verdict")]
     cells = [(r.kind, *_key_cells(r.key, cols), r.figure, _ratio(r.ratio.ratio),
-              "-" if r.ratio.low is None else f"{r.ratio.low:.3f}", "-" if r.ratio.high is None else f"{r.ratio.high:.3f}",
+              *("-" if x is None else f"{x:.3f}" for x in (r.ratio.low, r.ratio.high)),
               ref.words(r)) for r in ref.rows]
     floor = f"{1 - ref.within:.0%}"
     caption = (f"NEW/REF: the figure of NEW over that of the reference (OLD), above 1 better; bounds: one-sided at "

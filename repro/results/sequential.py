@@ -17,13 +17,13 @@ its nominal 5% (each look is another chance). Instead this is a group-sequential
   centre ± t·se. These intervals hold the true ratio at every look simultaneously with probability about
   `confidence`, so every claim made from them at any look (faster, slower, equivalent) is wrong at most about
   1 - confidence of the time.
-- **A trimmed mean** (`Rule.trim`, 20% by default): the centre is the mean of the log-ratios left after the
-  lowest and highest 20% are set aside, its standard error the winsorized standard deviation / ((1 - 2·trim)·√k),
-  and the t quantile has k - 2g - 1 degrees of freedom for g values trimmed a side (Tukey and McLaughlin 1963;
-  Wilcox, "Introduction to Robust Estimation and Hypothesis Testing", ch. 4). The two runs of a pair are
-  exchangeable under "no difference", so their log-ratio is symmetric about the true one and the trimmed mean
-  estimates the same ratio; a burst of other work that hits one run of a pair (the heavy tail of shared
-  machines) no longer widens the interval for every pair. trim=0 is the plain paired t.
+- **A trimmed mean** (`Rule.trim`, off by default; 0.2 is Wilcox's usual choice): the centre is the mean of the
+  log-ratios left after the lowest and highest share `trim` are set aside, its standard error the winsorized
+  standard deviation / ((1 - 2·trim)·√k), with k - 2g - 1 degrees of freedom for g values trimmed a side (Tukey
+  and McLaughlin 1963; Wilcox, "Introduction to Robust Estimation and Hypothesis Testing", ch. 4). The runs of a
+  pair are exchangeable under "no difference", so their log-ratio is symmetric about the true one and the
+  trimmed mean estimates the same ratio. Off by default: on the fixture's noise its t approximation let A/A
+  sweeps of up to 40 pairs be called faster or slower 6.4% of the time (4.8% untrimmed).
 
 The verdict at a look, with threshold τ (symmetric on the log scale, as in repro.results.stats):
 faster when the whole interval is above 1 and the ratio exceeds 1 + τ; slower likewise below; equivalent
@@ -48,7 +48,9 @@ SPENDING = (POCOCK, OBRIEN_FLEMING)
 FIRST_LOOK = 3  # pairs: a t interval from 2 pairs (1 degree of freedom) is too wide to be worth a look
 DEFAULT_MAX_PAIRS = 30
 _GRID_STEP = 0.04  # grid spacing of the recursive integration, in units of one pair's standard deviation
-DEFAULT_TRIM = 0.2  # Wilcox's recommended default: little loss on normal noise, robust to bursts
+# Off by default: a 20% trim gains ~10% of pairs on the fixture's noise but its t approximation is not conservative
+# enough at few pairs (A/A false verdicts 6.4% over 1,000 sweeps of up to 40 pairs, against 4.8% untrimmed)
+DEFAULT_TRIM = 0.0
 _Z_CAP = 8.0  # a look that spends (next to) nothing: its boundary is effectively never crossed
 
 

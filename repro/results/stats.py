@@ -401,6 +401,8 @@ def compare_to_value(values: Sequence[float | None], reference: float, *, confid
 def reference_verdict(ratio: RatioResult, within: float) -> str:
     """One-sided, on an interval whose low end is the one-sided bound: within when NEW/REF is shown to be at least
     1 - within, below when it is shown to be under it, undecided otherwise (no interval included)."""
+    if ratio.method == STEPS_ONLY:  # one run a side: an interval of step noise only is no evidence of a level
+        return UNDECIDED
     floor = 1.0 - within
     if ratio.low is not None and ratio.low >= floor:
         return WITHIN
