@@ -114,3 +114,22 @@ def test_the_bench_table_warns_when_other_work_used_the_cores_during_a_point():
     assert note.startswith("other work used 0.6-2.0 cores of 2 on localhost during the runs")
     text = report.scaling_table(metrics.scaling(metrics.points(busy)))
     assert "other work used 0.6-2.0 cores" in text  # under the table bench prints
+
+
+def test_the_cli_judges_a_stored_stack_against_itself_and_refuses_a_misuse(capsys, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from repro.cli import main
+
+    store = tmp_path / "store"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "stores" / "v2", store)
+    shutil.rmtree(store / "golden")
+    code = main(["compare", "cpu-tf215", "--reference", "cpu-tf215", "--within", "5%", "--store", str(store),
+                 "--model", "resnet20", "--format", "json"])
+    rows = json.loads(capsys.readouterr().out)["reference"]["rows"]
+    assert code == 0 and [(r["workers"], r["verdict"]) for r in rows] == [(1, stats.UNDECIDED), (2, stats.WITHIN)]
+    assert main(["compare", "cpu-tf215", "cpu-tf215", "--within", "5%", "--store", str(store)]) == 2
+    assert "--within is the margin of --reference" in capsys.readouterr().err
+    assert main(["compare", "cpu-tf215", "cpu-tf215", "--reference", "cpu-tf215", "--store", str(store)]) == 2
+    assert "takes one selection" in capsys.readouterr().err
