@@ -1,10 +1,11 @@
 """P7: benchmark minutes `repro bench --until-verdict` needs to call a 5% difference, against fixed repeats.
 
-    python bench/p7_until_verdict.py [--sweeps 400] [--store DIR]
+    python bench/p7_until_verdict.py [--sweeps 400] [--aa-sweeps 1000] [--max-pairs 100,200] [--trim 0.2] [--store DIR]
 
 Side by side, at the same confidence (95%) and threshold (2%), on the same run-to-run noise:
-  until-verdict  pairs A/B until the sequential rule (repro.results.sequential, Pocock alpha spending, at most
-                 --max-pairs) says faster; its pairs to a verdict and how often it gets there (its power)
+  until-verdict  pairs A/B until the sequential rule (repro.results.sequential, Pocock alpha spending, a trimmed
+                 mean, at most --max-pairs) says faster; its pairs to a verdict and how often it gets there (its
+                 power); and on A/A sweeps of the same budget how often it says faster or slower (false verdicts)
   fixed          n pairs, then one paired t test (what `--repeats n` and `repro compare` do): the smallest n
                  whose power matches the sequential rule's, simulated on the same noise
 The noise is the real run-to-run shifts of back-to-back runs in tests/data/steps (calm invocations, heavy
@@ -70,37 +71,51 @@ def run_minutes(store: str | None) -> tuple[float, str]:
     return statistics.mean(durations) / 60, f"mean of the fixture's {len(durations)} calm runs"
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sweeps", type=int, default=400)
-    p.add_argument("--max-pairs", type=int, default=100)
-    p.add_argument("--store", default=None)
-    args = p.parse_args()
-    per_run, source = run_minutes(args.store)
-    rng = np.random.default_rng(7)
-    rule = sequential.Rule(max_pairs=args.max_pairs)
-    decisions = [simulate(rng, EFFECT, rule) for _ in range(args.sweeps)]
-    power = sum(d.verdict == sequential.FASTER for d in decisions) / len(decisions)
-    pairs = [d.pairs for d in decisions]
-    mean_pairs, median_pairs = statistics.mean(pairs), statistics.median(pairs)
+def fixed_matching(power: float, sweeps: int) -> int:
+    """The smallest n whose fixed paired t test calls the 5% speedup at least as often as `power`."""
     n = 4
-    while n < 1000 and fixed_power(n, np.random.default_rng(n), max(200, args.sweeps // 2)) < power:
+    while n < 1000 and fixed_power(n, np.random.default_rng(n), sweeps) < power:
         n = math.ceil(n * 1.15)
     low, high = max(2, int(n / 1.15)), n
     while high - low > 1:  # bisect to the smallest n with the same power
         mid = (low + high) // 2
-        if fixed_power(mid, np.random.default_rng(mid), max(200, args.sweeps // 2)) >= power:
+        if fixed_power(mid, np.random.default_rng(mid), sweeps) >= power:
             high = mid
         else:
             low = mid
-    n = high
+    return high
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sweeps", type=int, default=400)
+    p.add_argument("--aa-sweeps", type=int, default=1000, help="A/A sweeps per budget (false verdicts)")
+    p.add_argument("--max-pairs", default="100,200", help="budgets to simulate, comma-separated")
+    p.add_argument("--trim", type=float, default=sequential.DEFAULT_TRIM, help="the rule's trimming (0: paired t)")
+    p.add_argument("--store", default=None)
+    args = p.parse_args()
+    per_run, source = run_minutes(args.store)
     print(f"noise: real run-to-run shifts of tests/data/steps (sd {SHIFTS.std(ddof=1):.1%} per run), drift 0.5%/run;"
-          f" one run = {per_run:.2f} min ({source})")
-    print(f"{'P7: calling a 5% speedup, 95%, threshold 2%':48} {'pairs':>8} {'bench min':>10} {'found':>7}")
-    print(f"{'  --until-verdict (mean; median)':48} {mean_pairs:8.1f} {mean_pairs * 2 * per_run:10.1f} {power:7.0%}"
-          f"   (median {median_pairs:.0f} pairs = {median_pairs * 2 * per_run:.1f} min; at most {args.max_pairs})")
-    print(f"{'  fixed repeats, same power':48} {n:8d} {n * 2 * per_run:10.1f} {power:7.0%}")
-    print(f"P7 ratio fixed / until-verdict benchmark minutes: {n / mean_pairs:.2f}")
+          f" one run = {per_run:.2f} min ({source}); rule: Pocock spending, a look after every pair from pair 3,"
+          + (f" {args.trim:.0%} trimmed mean" if args.trim else " paired t on the log-ratios"))
+    print(f"{'calling a 5% speedup, 95%, threshold 2%':44} {'pairs':>6} {'min':>6} {'found':>6} {'fixed':>6} "
+          f"{'P7':>6} {'A/A false':>9} {'A/A equiv':>9}")
+    for budget in (int(x) for x in args.max_pairs.split(",")):
+        rule = sequential.Rule(max_pairs=budget, trim=args.trim)
+        rng = np.random.default_rng(7)
+        decisions = [simulate(rng, EFFECT, rule) for _ in range(args.sweeps)]
+        power = sum(d.verdict == sequential.FASTER for d in decisions) / len(decisions)
+        pairs = [d.pairs for d in decisions]
+        mean_pairs = statistics.mean(pairs)
+        n = fixed_matching(power, max(200, args.sweeps // 2))
+        aa = [simulate(rng, 1.0, rule).verdict for _ in range(args.aa_sweeps)]
+        false = sum(v in (sequential.FASTER, sequential.SLOWER) for v in aa) / len(aa)
+        equivalent = aa.count(sequential.EQUIVALENT) / len(aa)
+        print(f"{f'  --until-verdict --max-pairs {budget} (mean)':44} {mean_pairs:6.1f} {mean_pairs * 2 * per_run:6.1f}"
+              f" {power:6.0%} {n:6d} {n / mean_pairs:5.2f}x {false:9.1%} {equivalent:9.1%}"
+              f"   (median {statistics.median(pairs):.0f} pairs)")
+    print("fixed: pairs a fixed paired t test (`--repeats n` then `repro compare`) needs for the same power; "
+          "P7 = fixed / mean pairs, the ratio of benchmark minutes")
 
 
 if __name__ == "__main__":

@@ -305,6 +305,18 @@ def finite_number(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def fraction_argument(text: str) -> float:
+    """argparse `type=` for a fraction in (0, 1), written 0.05 or 5%."""
+    percent = text.strip().endswith("%")
+    try:
+        value = number(text.strip().removesuffix("%"), minimum=-1e15, maximum=1e15) / (100.0 if percent else 1.0)
+    except InputValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) such as 0.05 or 5%, found {text!r}")
+    return value
+
+
 def key_value_argument(text: str) -> tuple[str, str]:
     """argparse `type=` for KEY=VALUE: KEY a variable name, VALUE one line of text (not a YAML tag)."""
     key, sep, value = text.partition("=")

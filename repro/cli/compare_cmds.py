@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from repro.formats import FORMATS
-from repro.inputs import count_argument, finite_number, path_argument
+from repro.inputs import count_argument, finite_number, fraction_argument, path_argument
 
 EXIT_REGRESSION = 4
 
@@ -64,8 +64,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="exit status: 0 compared; 1 a selection matched nothing, the runs are on different hardware or "
         "the store is unreadable; 2 bad input (an option value, a selection or manifest file); "
         f"{EXIT_REGRESSION} with --fail-on-regression, when any point is significantly slower beyond the threshold.")
-    p.add_argument("old", metavar="OLD", type=path_argument, help="the baseline")
-    p.add_argument("new", metavar="NEW", type=path_argument, help="the candidate")
+    p.add_argument("old", metavar="OLD", type=path_argument, help="the baseline (with --reference: the candidate)")
+    p.add_argument("new", metavar="NEW", type=path_argument, nargs="?", default=None,
+                   help="the candidate (not given with --reference)")
+    p.add_argument("--reference", metavar="REF", type=path_argument, default=None,
+                   help="judge the one selection given against REF (an imported published table or log, or a stack "
+                   "in the store; a selector as OLD is): within --within of it, below, or undecided, one-sided, for "
+                   "every figure (images/sec, bus bandwidth, time to accuracy)")
+    p.add_argument("--within", type=fraction_argument, default=None, metavar="X",
+                   help="with --reference: the margin, 0.05 or 5%% (default 5%%)")
     add_filter_options(p)
     p.add_argument("--store", metavar="DIR", type=path_argument,
                    help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
@@ -105,8 +112,27 @@ def options_from(args: argparse.Namespace):
     from repro.compare import Options
 
     threshold, confidence = verdict_levels(args)
+    within = None
+    if getattr(args, "reference", None) is not None:
+        within = 0.05 if args.within is None else args.within
     return Options(threshold=threshold, confidence=confidence, allow_different_hardware=args.allow_different_hardware,
-                   warmup=args.warmup or "fixed", baseline_workers=args.baseline_workers)
+                   warmup=args.warmup or "fixed", baseline_workers=args.baseline_workers, within=within)
+
+
+def sides(args: argparse.Namespace) -> tuple[str, str]:
+    """OLD and NEW: the two selections, or with --reference the reference and the one selection given."""
+    from repro.errors import InputError
+
+    if args.reference is not None:
+        if args.new is not None:
+            raise InputError("compare --reference REF takes one selection (the candidate), not two",
+                             hint=f"repro compare {args.old} --reference {args.reference} --within 5%")
+        return args.reference, args.old
+    if args.within is not None:
+        raise InputError("--within is the margin of --reference", hint="give --reference REF, or use --threshold")
+    if args.new is None:
+        raise InputError("compare needs OLD and NEW (or one selection and --reference REF)")
+    return args.old, args.new
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -120,7 +146,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from repro.results.plots import check_target
 
         check_target(args.plot)  # before any work
-    result = compare(args.old, args.new, store=Store(args.store), filters=filters_from(args),
+    old, new = sides(args)
+    result = compare(old, new, store=Store(args.store), filters=filters_from(args),
                      options=options_from(args), store_flag=args.store).comparison
     quiet = bool(getattr(args, "quiet", False))
     sys.stdout.write(render(result, args.format, quiet=quiet))  # -q: the tables and the verdicts only
@@ -130,6 +157,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         written = plot(result, args.plot)
         if not quiet:
             print(f"plot written to {written}", file=sys.stderr)
+    if args.fail_on_regression and result.reference is not None and result.reference.below:
+        print(f"{len(result.reference.below)} figure(s) below {1 - result.reference.within:.0%} of the reference: "
+              f"exit status {EXIT_REGRESSION}", file=sys.stderr)
+        return EXIT_REGRESSION
     if args.fail_on_regression and result.regressions:
         print(f"{len(result.regressions)} point(s) significantly slower: exit status {EXIT_REGRESSION}",
               file=sys.stderr)

@@ -20,6 +20,8 @@ from repro.compare.conditions import interleave_command
 from repro.compare.diff import Changes, changes
 from repro.compare.fabric import fabric_lines
 from repro.compare.kind import KINDS, KindRows, order
+from repro.compare.reference import ReferenceCheck
+from repro.compare.reference import check as reference_check
 from repro.compare.throughput import ModelSummary, Options, ThroughputRow
 from repro.compare.tta import TtaRow
 from repro.errors import ResultsError
@@ -69,6 +71,7 @@ class Comparison:
     notes: tuple[str, ...] = ()
     interleave: str | None = None  # the interleaved `repro bench` that would settle an unpaired comparison
     fabric: tuple[str, ...] = ()  # "fabric differed (...): OLD NET/IB/GDRDMA on 16 of 16 ...; NEW ..." and NCCL notes
+    reference: ReferenceCheck | None = None  # NEW against OLD as a reference (`--reference REF --within X`)
 
     def rows(self, kind: str) -> tuple[Any, ...]:
         """The compared rows of one kind (none when it had no point on both sides)."""
@@ -140,6 +143,8 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
     for pair in alignment.pairs:
         by_kind.setdefault(_align.kind(pair.old.workload), []).append(pair)
     sections = {name: KINDS.get(name).compare(by_kind[name], old, new, options) for name in order(list(by_kind))}
+    reference = (reference_check({name: by_kind[name] for name in order(list(by_kind))}, old, new, options)
+                 if options.within is not None else None)
     notes = tuple(n for part in sections.values() for n in part.notes)
     settings_changes = tuple(c for c in alignment.compared if c.path != "hosts" or not hw)
     unpaired = any(KINDS.get(name).unpaired(part) for name, part in sections.items())
@@ -155,4 +160,5 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
         old_only=_one_sided("OLD", alignment.old_only), new_only=_one_sided("NEW", alignment.new_only),
         notes=(*((unknown,) if unknown else ()), *alignment.notes, *notes), interleave=interleave,
         fabric=fabric_lines(alignment.pairs),
+        reference=reference,
     )

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from repro.compare.align import Pair
     from repro.compare.core import Comparison
     from repro.compare.throughput import Options
+    from repro.results import stats
     from repro.results.record import RunRecord
 
 
@@ -96,6 +97,12 @@ class Kind(ABC):
     def regressions(self, part: KindRows) -> tuple[Any, ...]:
         """The rows that fail `--fail-on-regression` (default: the rows whose `regression` is true)."""
         return tuple(r for r in part.rows if getattr(r, "regression", False))
+
+    def ratios(self, part: KindRows) -> tuple[tuple[str, stats.RatioResult], ...]:
+        """Each row's figure NEW/OLD oriented so that above 1 is better, with a label naming what it measures
+        beyond the row's key (the reference verdict of `repro compare --reference` judges these); none: this
+        kind gives no reference verdict."""
+        return ()
 
     def unpaired(self, part: KindRows) -> bool:
         """Whether an interleaved `repro bench` would settle these rows better (they were not measured in pairs)."""

@@ -75,6 +75,9 @@ class Throughput(Kind):
         return {"throughput": [{"point": dict(r.key), **render.row_dict(r)} for r in part.rows],
                 "summary": [asdict(s) for s in part.summaries]}
 
+    def ratios(self, part: KindRows) -> tuple[tuple[str, Any], ...]:
+        return tuple(("images/sec", r.ratio) for r in part.rows)
+
     def unpaired(self, part: KindRows) -> bool:
         from repro.results import stats
 
@@ -130,6 +133,9 @@ class Allreduce(Kind):
 
         return {"allreduce": [{"point": dict(r.key), **allreduce_dict(r)} for r in part.rows]}
 
+    def ratios(self, part: KindRows) -> tuple[tuple[str, Any], ...]:
+        return tuple((f"busbw {r.path} {r.dtype} {r.bytes:,} B", r.bandwidth) for r in part.rows)
+
     def panels(self, c, part: KindRows) -> tuple[Panel, ...]:
         from repro.compare import plot
 
@@ -183,6 +189,9 @@ class TimeToAccuracy(Kind):
         from repro.compare.tta import as_dict as tta_dict
 
         return {"tta": [{"point": dict(r.key), **tta_dict(r)} for r in part.rows]}
+
+    def ratios(self, part: KindRows) -> tuple[tuple[str, Any], ...]:
+        return tuple(("speed-up to accuracy (OLD time / NEW time)", r.speedup) for r in part.rows)
 
     def panels(self, c, part: KindRows) -> tuple[Panel, ...]:
         from repro.compare import plot

@@ -66,9 +66,12 @@ def factor_text(ratio: float, *, better: str = "faster", worse: str = "slower") 
 
 
 def verdict_text(ratio: stats.RatioResult, *, better: str = "faster", worse: str = "slower") -> str:
-    """'1.35x faster', '1.08x slower' (never '0.93x slower'), 'no significant difference', 'not enough runs'."""
+    """'1.35x faster', '1.08x slower' (never '0.93x slower'), 'equivalent within ±2%', 'inconclusive',
+    'no significant difference', 'not enough runs'."""
     if ratio.verdict in (stats.FASTER, stats.SLOWER) and ratio.ratio:
         return factor_text(ratio.ratio, better=better, worse=worse)
+    if ratio.verdict == stats.EQUIVALENT:
+        return f"equivalent within ±{ratio.threshold:.0%}"
     return ratio.verdict
 
 
@@ -104,7 +107,13 @@ def _changes_lines(c: Comparison) -> list[str]:
     ch = c.changes
     lines = []
     head = ch.headline()
-    lines.append(f"What changed: {head}" if head else "What changed: nothing recorded differs")
+    if head:
+        lines.append(f"What changed: {head}")
+    elif ch.empty:
+        lines.append("What changed: nothing recorded differs")
+    else:  # differences the headline has no words for (a lock path, a setting): say so, they are listed below
+        count = sum(len(x) for x in (ch.manifest, ch.lock, ch.software, ch.settings, ch.hardware))
+        lines.append(f"What changed: {count} recorded difference{'s' if count != 1 else ''}, listed below")
     for title, items in (("manifest", ch.manifest), ("lock", ch.lock), ("software", ch.software),
                          ("settings", ch.settings), ("hardware", ch.hardware)):
         if items:
@@ -152,9 +161,14 @@ def setting_words(name: str, value: Any) -> str:
     return f"{column_label(name)} {shown}"
 
 
-def _criterion(c: Comparison) -> str:
-    return (f"verdict: at {c.options.confidence:.0%} confidence over runs; changes under {c.options.threshold:.0%} "
-            "are no significant difference")
+def _criterion(c: Comparison, ratios: Sequence[stats.RatioResult] = ()) -> str:
+    thr = f"{c.options.threshold:.0%}"
+    said = {r.verdict for r in ratios}
+    # the two newer verdicts are explained where they occur (older outputs keep their caption unchanged)
+    extra = ("; equivalent: the whole interval within ±" + thr if stats.EQUIVALENT in said else "") + (
+        f"; inconclusive: the interval reaches beyond ±{thr} on both sides" if stats.INCONCLUSIVE in said else "")
+    return (f"verdict: at {c.options.confidence:.0%} confidence over runs; changes under {thr} "
+            f"are no significant difference{extra}")
 
 
 def throughput_table(c: Comparison, rows: Sequence[ThroughputRow]) -> Table:
@@ -172,7 +186,7 @@ def throughput_table(c: Comparison, rows: Sequence[ThroughputRow]) -> Table:
                f"img/s: geometric mean over runs; ±: half-width of its {conf} Student t interval over runs, relative",
                f"NEW/OLD: ratio of the geometric means; interval: {conf}, Welch's t on log figures of runs (paired t "
                "for interleaved pairs)",
-               _criterion(c),
+               _criterion(c, [r.ratio for r in rows]),
                "eff: scaling efficiency (speedup / workers) of each side; Δ eff in percentage points; "
                "docs/statistics.md has the method"]
     return Table(tuple(columns), tuple(cells), tuple({"kind": "throughput", **dict(r.key), **row_dict(r)}
@@ -243,7 +257,7 @@ def allreduce_table(c: Comparison, compared: Sequence[AllreduceRow]) -> Table:
                "2(n-1)/n in GB/s (1e9 bytes/s, nccl-tests' definition)",
                "busbw NEW/OLD: ratio of the bus bandwidths = OLD time / NEW time (time NEW/OLD is its inverse); "
                f"interval: {conf}, Welch's t on log figures of runs (paired t for interleaved runs), none below 2 "
-               f"runs a side; {_criterion(c)}"]
+               f"runs a side; {_criterion(c, [r.bandwidth for r in rows])}"]
     return Table(tuple(columns), tuple(cells), tuple({"kind": "allreduce", **dict(r.key), **allreduce_dict(r)}
                                                      for r in rows),
                  title="All-reduce: bus bandwidth NEW/OLD", caption=tuple(x for x in caption if x), name="allreduce")
@@ -268,7 +282,7 @@ def tta_table(c: Comparison, rows: Sequence[Any]) -> Table:
                "TTA: mean seconds until validation top-1 first reached the target, over the runs that reached it; "
                "top-1: final validation accuracy (mean over runs)",
                f"OLD/NEW: speed-up (>1: NEW is sooner), {c.options.confidence:.0%} interval over runs; "
-               f"{_criterion(c)}"]
+               f"{_criterion(c, [r.speedup for r in rows])}"]
     return Table(tuple(columns), tuple(cells), tuple({"kind": "tta", **dict(r.key), **tta_dict(r)} for r in rows),
                  title="Time to accuracy: speed-up = OLD time / NEW time", caption=tuple(x for x in caption if x),
                  name="tta")
@@ -282,8 +296,41 @@ def summary_lines(summaries: Sequence[Any]) -> list[str]:
         lines.append(f"{s.model}: {gm} (geometric mean of {s.points} point{'s' if s.points != 1 else ''}: "
                      f"{s.faster} faster, {s.slower} slower, {s.same} no significant difference, "
                      f"{s.not_enough} {stats.NOT_ENOUGH}"
+                     + (f", {s.equivalent} {stats.EQUIVALENT}" if s.equivalent else "")
+                     + (f", {s.inconclusive} {stats.INCONCLUSIVE}" if s.inconclusive else "")
                      + (f", {s.conditions} {stats.CONDITIONS}" if s.conditions else "") + ")")
     return lines
+
+
+def reference_table(c: Comparison) -> Table:
+    """NEW against OLD as a reference: each figure's ratio, its one-sided bounds and the verdict."""
+    ref = c.reference
+    assert ref is not None  # only called with a reference
+    cols = display_columns(c, ref.rows)
+    conf = f"{ref.confidence:.0%}"
+    columns = [Column("kind"), *(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("figure"),
+               *(Column(h, numeric=True) for h in ("NEW/REF", "lower bound", "upper bound")), Column("verdict")]
+    cells = [(r.kind, *_key_cells(r.key, cols), r.figure, _ratio(r.ratio.ratio),
+              *("-" if x is None else f"{x:.3f}" for x in (r.ratio.low, r.ratio.high)),
+              ref.words(r)) for r in ref.rows]
+    floor = f"{1 - ref.within:.0%}"
+    caption = (f"NEW/REF: the figure of NEW over that of the reference (OLD), above 1 better; bounds: one-sided at "
+               f"{conf} each (the ends of a two-sided {stats.one_sided(ref.confidence):.0%} interval)",
+               f"within {ref.within:.0%}: the lower bound is at least {floor} of the reference; below: the upper bound "
+               f"is under {floor}; undecided: neither (more runs on either side narrow it)")
+    notes = tuple(dict.fromkeys(f"{r.kind} {r.figure}: {r.ratio.note}" if len(ref.rows) > 1 else r.ratio.note
+                                for r in ref.rows if r.ratio.note))
+    return Table(tuple(columns), tuple(cells), tuple(reference_dict(r, ref) for r in ref.rows),
+                 title=f"Against the reference: NEW within {ref.within:.0%} of OLD?", caption=caption, notes=notes,
+                 name="reference")
+
+
+def reference_dict(row: Any, ref: Any) -> dict[str, Any]:
+    """One reference row as plain data."""
+    return {"kind": row.kind, **dict(row.key), "figure": row.figure, "ratio": row.ratio.ratio,
+            "lower_bound": row.ratio.low, "upper_bound": row.ratio.high, "verdict": row.verdict,
+            "within": ref.within, "confidence": ref.confidence, "method": row.ratio.method or None,
+            "runs_reference": row.ratio.runs_old, "runs_new": row.ratio.runs_new, "note": row.ratio.note or None}
 
 
 def _one_sided_table(c: Comparison, items: Sequence[OneSided], side: str) -> Table:
@@ -308,6 +355,8 @@ def document(c: Comparison, *, quiet: bool = False) -> Document:
     parts = [(KINDS.get(name), part) for name, part in c.sections.items() if part.rows]
     for kind, part in parts:
         blocks += kind.tables(c, part)
+    if c.reference is not None:
+        blocks.append(reference_table(c))
     for kind, part in parts:
         blocks += kind.summary_blocks(c, part)
     if not parts:
@@ -389,6 +438,9 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "notes": list(c.notes),
         "interleave": c.interleave,
         "regressions": len(c.regressions),
+        **({"reference": {"within": c.reference.within, "confidence": c.reference.confidence,
+                          "rows": [reference_dict(r, c.reference) for r in c.reference.rows]}}
+           if c.reference is not None else {}),
     }
     if c.fabric:  # only when there is something to say: earlier comparisons' JSON stays as it was
         data["fabric"] = list(c.fabric)

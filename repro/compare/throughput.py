@@ -35,6 +35,7 @@ class Options:
     seed: int = 0
     warmup: str = steady.FIXED  # "fixed": the workload's warm-up count; "auto": the detected steady state
     baseline_workers: int | None = None  # a named baseline point for efficiency (None: the 1-worker point)
+    within: float | None = None  # OLD is a reference: NEW is judged "within X of it" one-sided (compare --reference)
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ class ModelSummary:
     same: int
     not_enough: int
     conditions: int = 0  # points whose unpaired sides ran under different conditions
+    equivalent: int = 0  # points whose interval lies within ±threshold
+    inconclusive: int = 0  # points whose interval reaches beyond the threshold on both sides
 
 
 def pair_id(record: RunRecord) -> str | None:
@@ -157,6 +160,8 @@ def point_ratio(a: Point, b: Point, options: Options) -> stats.RatioResult:
     conf, thr = options.confidence, options.threshold
     if a.images_per_sec is None or b.images_per_sec is None:
         return stats.RatioResult(None, None, None, stats.NOT_ENOUGH, conf, thr)
+    if options.within is not None and metrics.PUBLISHED in a.sources and metrics.PUBLISHED not in b.sources:
+        return stats.compare_to_value(b.repeat_values, a.images_per_sec, confidence=conf, threshold=thr)
     if metrics.PUBLISHED in a.sources or metrics.PUBLISHED in b.sources:
         return stats.RatioResult(b.images_per_sec / a.images_per_sec, None, None, stats.NOT_ENOUGH, conf, thr,
                                  note="a published figure has no runs to measure noise from")
@@ -204,5 +209,6 @@ def summaries(rows: Sequence[ThroughputRow]) -> tuple[ModelSummary, ...]:
                                 stats.geometric_mean([r.ratio.ratio for r in members if r.ratio.ratio]),
                                 verdicts.count(stats.FASTER), verdicts.count(stats.SLOWER),
                                 verdicts.count(stats.SAME), verdicts.count(stats.NOT_ENOUGH),
-                                verdicts.count(stats.CONDITIONS)))
+                                verdicts.count(stats.CONDITIONS), verdicts.count(stats.EQUIVALENT),
+                                verdicts.count(stats.INCONCLUSIVE)))
     return tuple(out)

@@ -24,9 +24,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from repro.results.record import RunRecord
 
 CONDITIONS_FORMAT = "repro.conditions/1"
 USER_HZ = 100  # clock ticks per second of /proc/stat and /proc/PID/stat (fixed at 100 by the kernel's ABI)
@@ -341,3 +344,31 @@ def describe(host: HostConditions) -> str:
 
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
+
+
+# -- other work under a point (the note under `repro bench`'s table) --------------------------------------------
+
+BUSY_FLOOR = 0.25  # cores of other work during a run worth a warning (compare's floor for "other work differed")
+BUSY_FLOOR_SHARE = 0.05  # ... or 5% of the host's CPUs, whichever is more
+
+
+def busy_note(records: Sequence[RunRecord]) -> str | None:
+    """A warning when other work used the cores during any of these runs (the figures then carry its noise)."""
+    hit: list[tuple[str, float, int | None]] = []
+    for r in records:
+        for name, host in (r.conditions.hosts.items() if r.conditions else ()):
+            others = summarize(host).others_during
+            floor = max(BUSY_FLOOR, BUSY_FLOOR_SHARE * (host.cpus or 0))
+            if others is not None and others > floor:
+                hit.append((name, others, host.cpus))
+    if not hit:
+        return None
+    low, high = min(x for _, x, _ in hit), max(x for _, x, _ in hit)
+    hosts = ", ".join(dict.fromkeys(n for n, _, _ in hit))
+    cpus = {c for _, _, c in hit if c}
+    of = f" of {cpus.pop()}" if len(cpus) == 1 else ""
+    span = f"{low:.1f}" if round(low, 1) == round(high, 1) else f"{low:.1f}-{high:.1f}"
+    runs = len({id(r) for r in records if r.conditions})
+    return (f"other work used {span} cores{of} on {hosts} during the runs: its figure carries that noise "
+            f"({len(hit)} host-run{'s' if len(hit) != 1 else ''} of {runs} run{'s' if runs != 1 else ''}; "
+            "`repro results show` lists the conditions)")

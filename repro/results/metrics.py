@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from repro.results import stats, steady
+from repro.results import conditions, stats, steady
 from repro.results.record import RunRecord, Settings
 
 # Where an imported run keeps the figure its log printed (e.g. tf_cnn_benchmarks' `total images/sec`):
@@ -214,8 +214,9 @@ def points(records: Iterable[RunRecord], *, confidence: float = stats.DEFAULT_CO
     out = []
     for key, rec in first.items():
         good = tuple(ok.get(key, ()))
+        busy = conditions.busy_note(good)
         p = Point(rec.stack.name, rec.stack.hash, rec.settings, good, failed.get(key, 0), None, warmup,
-                  steady.summary(good, warmup))
+                  (*steady.summary(good, warmup), *((busy,) if busy else ())))
         out.append(p if not good else _with_estimate(p, confidence))
     return sorted(out, key=lambda p: (p.stack, p.settings.workload, str(p.settings.model),
                                       p.settings.batch_per_worker or 0, p.workers))

@@ -13,10 +13,17 @@ its nominal 5% (each look is another chance). Instead this is a group-sequential
   standardised log-ratios (Armitage, McPherson and Rowe 1969): at every look the probability of a first
   crossing under "no difference" equals that look's share of alpha.
 - **Unknown variance**: each look's z boundary is turned into the Student t quantile with the same nominal
-  tail probability and k - 1 degrees of freedom (Jennison and Turnbull 2000, ch. 11), and the look's
-  **repeated confidence interval** is mean(d) ± t·sd(d)/√k. These intervals hold the true ratio at every
-  look simultaneously with probability about `confidence`, so every claim made from them at any look
-  (faster, slower, equivalent) is wrong at most about 1 - confidence of the time.
+  tail probability (Jennison and Turnbull 2000, ch. 11), and the look's **repeated confidence interval** is
+  centre ± t·se. These intervals hold the true ratio at every look simultaneously with probability about
+  `confidence`, so every claim made from them at any look (faster, slower, equivalent) is wrong at most about
+  1 - confidence of the time.
+- **A trimmed mean** (`Rule.trim`, off by default; 0.2 is Wilcox's usual choice): the centre is the mean of the
+  log-ratios left after the lowest and highest share `trim` are set aside, its standard error the winsorized
+  standard deviation / ((1 - 2·trim)·√k), with k - 2g - 1 degrees of freedom for g values trimmed a side (Tukey
+  and McLaughlin 1963; Wilcox, "Introduction to Robust Estimation and Hypothesis Testing", ch. 4). The runs of a
+  pair are exchangeable under "no difference", so their log-ratio is symmetric about the true one and the
+  trimmed mean estimates the same ratio. Off by default: on the fixture's noise its t approximation let A/A
+  sweeps of up to 40 pairs be called faster or slower 6.4% of the time (4.8% untrimmed).
 
 The verdict at a look, with threshold τ (symmetric on the log scale, as in repro.results.stats):
 faster when the whole interval is above 1 and the ratio exceeds 1 + τ; slower likewise below; equivalent
@@ -41,6 +48,9 @@ SPENDING = (POCOCK, OBRIEN_FLEMING)
 FIRST_LOOK = 3  # pairs: a t interval from 2 pairs (1 degree of freedom) is too wide to be worth a look
 DEFAULT_MAX_PAIRS = 30
 _GRID_STEP = 0.04  # grid spacing of the recursive integration, in units of one pair's standard deviation
+# Off by default: a 20% trim gains ~10% of pairs on the fixture's noise but its t approximation is not conservative
+# enough at few pairs (A/A false verdicts 6.4% over 1,000 sweeps of up to 40 pairs, against 4.8% untrimmed)
+DEFAULT_TRIM = 0.0
 _Z_CAP = 8.0  # a look that spends (next to) nothing: its boundary is effectively never crossed
 
 
@@ -124,10 +134,23 @@ def z_boundaries(max_pairs: int, alpha: float, spending: str = POCOCK, first: in
 
 
 @lru_cache(maxsize=4096)
-def _t_critical(max_pairs: int, alpha: float, spending: str, first: int, k: int) -> float:
+def _t_critical(max_pairs: int, alpha: float, spending: str, first: int, k: int, df: int) -> float:
     c = z_boundaries(max_pairs, alpha, spending, first)[k - first]
     tail = float(1.0 - _cdf(c))
-    return math.inf if tail <= 1e-15 else stats.t_quantile(1.0 - tail, k - 1)
+    return math.inf if tail <= 1e-15 else stats.t_quantile(1.0 - tail, df)
+
+
+def trimmed(d: Sequence[float], trim: float) -> tuple[float, float, int]:
+    """Trimmed mean, its standard error and degrees of freedom (Tukey-McLaughlin): (centre, se, df)."""
+    x = np.sort(np.asarray(d, dtype=float))
+    k = x.size
+    g = math.floor(trim * k)
+    if g == 0 or k - 2 * g < 2:
+        return float(x.mean()), float(x.std(ddof=1)) / math.sqrt(k), k - 1
+    centre = float(x[g:k - g].mean())
+    winsorized = np.clip(x, x[g], x[k - g - 1])
+    se = float(winsorized.std(ddof=1)) / ((1 - 2 * g / k) * math.sqrt(k))
+    return centre, se, k - 2 * g - 1
 
 
 @dataclass(frozen=True)
@@ -139,16 +162,21 @@ class Rule:
     threshold: float = stats.DEFAULT_THRESHOLD
     spending: str = POCOCK
     first: int = FIRST_LOOK
+    trim: float = DEFAULT_TRIM  # the share of the log-ratios set aside at each end (0: the plain paired t)
 
     def __post_init__(self) -> None:
+        if not 0 <= self.trim < 0.5:
+            raise ValueError("trim must be in [0, 0.5)")
         if self.max_pairs < self.first:
             raise ValueError(f"max_pairs must be at least {self.first} (the first look)")
         if self.spending not in SPENDING:
             raise ValueError(f"spending must be one of {', '.join(SPENDING)}")
 
-    def t_critical(self, k: int) -> float:
-        """The t multiplier of the repeated confidence interval at look k (k complete pairs)."""
-        return _t_critical(self.max_pairs, round(1 - self.confidence, 12), self.spending, self.first, k)
+    def t_critical(self, k: int, df: int | None = None) -> float:
+        """The t multiplier of the repeated confidence interval at look k (k complete pairs; df: k - 1 unless
+        given)."""
+        return _t_critical(self.max_pairs, round(1 - self.confidence, 12), self.spending, self.first, k,
+                           max(1, k - 1 if df is None else df))
 
 
 @dataclass(frozen=True)
@@ -157,7 +185,7 @@ class Decision:
 
     verdict: str  # FASTER, SLOWER, EQUIVALENT, CONTINUE (more pairs may decide) or UNDECIDED (budget spent)
     pairs: int  # complete pairs used
-    ratio: float | None  # exp(mean log-ratio): NEW/OLD
+    ratio: float | None  # exp(trimmed mean log-ratio): NEW/OLD (the plain geometric mean before the first look)
     low: float | None  # the repeated confidence interval of the ratio (None before the first look)
     high: float | None
     confidence: float
@@ -181,12 +209,11 @@ def decide(d: Sequence[float], rule: Rule, *, final: bool = False) -> Decision:
     if k == 0:
         return Decision(UNDECIDED if final else CONTINUE, 0, None, None, None, conf, thr)
     arr = np.asarray(d, dtype=float)
-    mean = float(arr.mean())
     if k < rule.first:
-        return Decision(UNDECIDED if final else CONTINUE, k, math.exp(mean), None, None, conf, thr)
+        return Decision(UNDECIDED if final else CONTINUE, k, math.exp(float(arr.mean())), None, None, conf, thr)
     look = min(k, rule.max_pairs)  # pairs beyond the plan reuse its last boundary (conservative enough: rare)
-    se = float(arr.std(ddof=1)) / math.sqrt(k)
-    half = rule.t_critical(look) * se if se > 0 else 0.0
+    mean, se, df = trimmed(arr, rule.trim)
+    half = rule.t_critical(look, df) * se if se > 0 else 0.0
     low, high = mean - half, mean + half
     beyond = math.log1p(thr)
     if low > 0 and mean > beyond:

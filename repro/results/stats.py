@@ -30,6 +30,8 @@ DEFAULT_CONFIDENCE = 0.95
 DEFAULT_THRESHOLD = 0.02  # changes smaller than 2% are "no significant difference" whatever the test
 
 FASTER, SLOWER, SAME, NOT_ENOUGH = "faster", "slower", "no significant difference", "not enough runs"
+EQUIVALENT = "equivalent"  # the whole interval within ±threshold: two one-sided tests (TOST) both reject
+INCONCLUSIVE = "inconclusive"  # the interval reaches beyond the threshold on both sides: too noisy to say either
 CONDITIONS = "conditions differed"  # unpaired sides ran under different conditions (repro.compare.conditions)
 WELCH, PAIRED, STEPS_ONLY = "welch t on log figures of runs", "paired t on log ratios", "step bootstrap"
 RUNS_SCOPE, STEPS_SCOPE = "runs", "steps"  # what an interval covers
@@ -133,12 +135,22 @@ def geometric_mean(values: Sequence[float | None]) -> float | None:
 
 
 def verdict(ratio: float, low: float, high: float, threshold: float) -> str:
-    """faster / slower when the whole interval lies beyond 1 and the change exceeds the threshold."""
+    """faster / slower when the whole interval lies beyond 1 and the change exceeds the threshold; equivalent
+    when it lies within ±threshold (TOST); inconclusive when it reaches beyond the threshold on both sides."""
     beyond = math.log1p(threshold)
     if low > 1 and math.log(ratio) > beyond:
         return FASTER
     if high < 1 and -math.log(ratio) > beyond:
         return SLOWER
+    log_low = math.log(low) if low > 0 else -math.inf
+    log_high = math.log(high) if math.isfinite(high) else math.inf
+    # Each end of the (1 - alpha) interval is a one-sided test at alpha/2: both inside the margin is TOST's
+    # "equivalent" (conservative: the printed interval is the evidence, so nothing is called equivalent that it
+    # does not show to be).
+    if -beyond < log_low and log_high < beyond:
+        return EQUIVALENT
+    if log_low < -beyond and log_high > beyond:
+        return INCONCLUSIVE
     return SAME
 
 
@@ -321,3 +333,84 @@ def steps_worth(runs: Sequence[Sequence[float]], durations: Sequence[float]) -> 
     if between <= 0 or step <= 0:
         return StepsAdvice(None, step, start, within, between)
     return StepsAdvice(math.ceil(math.sqrt(start / step * within / between)), step, start, within, between)
+
+
+# -- a goal for a ratio measured in alternating pairs (bench/ peer comparisons) ---------------------------------
+
+MEETS, MISSES, UNRESOLVED = "meets the goal", "misses the goal", "unresolved"
+
+
+@dataclass(frozen=True)
+class GoalCheck:
+    """The geometric mean of pair ratios with its paired-t interval, against a goal (ratio >= goal)."""
+
+    ratio: RatioResult
+    goal: float
+    verdict: str  # MEETS (the whole interval at or above the goal), MISSES (below it) or UNRESOLVED
+
+    def line(self, label: str) -> str:
+        """One line for a bench's output: 'repro/plain 0.988 [0.760, 1.290] over 5 pairs: unresolved (...)'."""
+        r = self.ratio
+        if r.ratio is None:
+            return f"{label}: no complete pair"
+        if r.low is None or r.high is None:
+            return f"{label} {r.ratio:.4f} over {max(r.pairs, 1)} pair: {UNRESOLVED} (2 pairs or more give an interval)"
+        said = f"{label} {r.ratio:.4f} [{r.low:.3f}, {r.high:.3f}] ({r.confidence:.0%}, {r.pairs} pairs)"
+        if self.verdict == UNRESOLVED:
+            return (f"{said}: {UNRESOLVED}: the interval reaches both sides of the goal {self.goal:g}; more pairs, "
+                    "or a calmer machine, would settle it")
+        return f"{said}: {self.verdict} (>= {self.goal:g})"
+
+
+def goal_check(pairs: Sequence[tuple[float | None, float | None]], goal: float, *,
+               confidence: float = DEFAULT_CONFIDENCE) -> GoalCheck:
+    """new/old over alternating pairs (geometric mean of the pair ratios, paired t) against `goal`."""
+    r = compare_pairs(pairs, confidence=confidence, threshold=0.0)
+    if r.low is not None and r.low >= goal:
+        word = MEETS
+    elif r.high is not None and r.high < goal:
+        word = MISSES
+    else:
+        word = UNRESOLVED
+    return GoalCheck(r, goal, word)
+
+
+# -- against a reference (`repro compare --reference REF --within X`) -------------------------------------------
+
+WITHIN, BELOW, UNDECIDED = "within", "below", "undecided"
+SINGLE_NUMBER_NOTE = ("the reference is a single published number: its own spread is unknown, so the interval "
+                      "covers the candidate's runs only")
+
+
+def compare_to_value(values: Sequence[float | None], reference: float, *, confidence: float = DEFAULT_CONFIDENCE,
+                     threshold: float = DEFAULT_THRESHOLD) -> RatioResult:
+    """new/reference where the reference is one number without runs: Student's t on the logs of NEW's runs."""
+    b = np.log(_positive(values))
+    if not b.size or reference <= 0 or not math.isfinite(reference):
+        return RatioResult(None, None, None, NOT_ENOUGH, confidence, threshold, runs_new=int(b.size))
+    ratio = math.exp(float(b.mean())) / reference
+    if b.size < MIN_RUNS:
+        return RatioResult(ratio, None, None, NOT_ENOUGH, confidence, threshold, runs_new=int(b.size),
+                           note=f"{_few_runs_note(MIN_RUNS, int(b.size))}; {SINGLE_NUMBER_NOTE}")
+    se = float(b.std(ddof=1)) / math.sqrt(b.size)
+    ratio, low, high, word = _from_logs(math.log(ratio), se, b.size - 1, confidence, threshold)
+    return RatioResult(ratio, low, high, word, confidence, threshold, "t on log figures of NEW's runs", 0,
+                       int(b.size), note=SINGLE_NUMBER_NOTE)
+
+
+def reference_verdict(ratio: RatioResult, within: float) -> str:
+    """One-sided, on an interval whose low end is the one-sided bound: within when NEW/REF is shown to be at least
+    1 - within, below when it is shown to be under it, undecided otherwise (no interval included)."""
+    if ratio.method == STEPS_ONLY:  # one run a side: an interval of step noise only is no evidence of a level
+        return UNDECIDED
+    floor = 1.0 - within
+    if ratio.low is not None and ratio.low >= floor:
+        return WITHIN
+    if ratio.high is not None and ratio.high < floor:
+        return BELOW
+    return UNDECIDED
+
+
+def one_sided(confidence: float) -> float:
+    """The two-sided level whose interval's ends are one-sided bounds at `confidence` (0.95 -> 0.90)."""
+    return 2.0 * confidence - 1.0

@@ -98,12 +98,12 @@ def _one_point(capsys, store: Store, old: list[RunRecord], new: list[RunRecord],
     return data["throughput"][0]
 
 
-def test_identical_distributions_are_no_significant_difference(capsys, store):
+def test_identical_distributions_are_equivalent_within_the_threshold(capsys, store):
     old = [record(stack_ref("old"), 300, noise=0.02, seed=i) for i in range(3)]
     new = [record(stack_ref("new"), 300, noise=0.02, seed=10 + i) for i in range(3)]
     row = _one_point(capsys, store, old, new)
-    assert row["verdict"] == stats.SAME
-    assert row["low"] < 1 < row["high"]
+    assert row["verdict"] == stats.EQUIVALENT
+    assert 1 / 1.02 < row["low"] < 1 < row["high"] < 1.02
 
 
 def test_a_five_percent_shift_with_low_noise_is_significant(capsys, store):
@@ -115,11 +115,11 @@ def test_a_five_percent_shift_with_low_noise_is_significant(capsys, store):
     assert row["low"] > 1.02
 
 
-def test_a_five_percent_shift_buried_in_ten_percent_run_to_run_noise_is_not_significant(capsys, store):
+def test_a_five_percent_shift_buried_in_ten_percent_run_to_run_noise_is_inconclusive(capsys, store):
     old = [record(stack_ref("old"), 300, noise=0.02, run_noise=0.1, seed=i) for i in range(3)]
     new = [record(stack_ref("new"), 315, noise=0.02, run_noise=0.1, seed=10 + i) for i in range(3)]
     row = _one_point(capsys, store, old, new)
-    assert row["verdict"] == stats.SAME
+    assert row["verdict"] == stats.INCONCLUSIVE and row["low"] < 1 / 1.02 and row["high"] > 1.02
     assert row["high"] - row["low"] > 0.1  # the interval shows how little the data can tell
 
 
@@ -131,12 +131,12 @@ def test_one_sample_is_not_enough_data(capsys, store):
     assert row["ratio"] == pytest.approx(1.1, rel=0.05)
 
 
-def test_threshold_option_turns_a_small_significant_change_into_no_difference(capsys, store):
+def test_threshold_option_turns_a_small_significant_change_into_an_equivalence(capsys, store):
     old = [record(stack_ref("old"), 300, noise=0.002, seed=i) for i in range(3)]
     new = [record(stack_ref("new"), 309, noise=0.002, seed=10 + i) for i in range(3)]
     assert _one_point(capsys, store, old, new)["verdict"] == stats.FASTER
     code, data = run_json(capsys, "old", "new", "--store", str(store.root), "--threshold", "0.05")
-    assert code == 0 and data["throughput"][0]["verdict"] == stats.SAME
+    assert code == 0 and data["throughput"][0]["verdict"] == stats.EQUIVALENT  # 3%, precisely, within ±5%
     assert data["options"]["threshold"] == 0.05
 
 

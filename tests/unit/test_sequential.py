@@ -108,3 +108,14 @@ def test_before_the_first_look_and_at_the_budget():
     noisy = [0.2, -0.2, 0.1, -0.1, 0.0]
     assert sequential.decide(noisy, rule).verdict == sequential.UNDECIDED  # the last planned look
     assert sequential.log_ratios([(100.0, 110.0), (100.0, None), (None, 90.0), (0.0, 1.0)]) == [math.log(1.1)]
+
+
+def test_the_trimmed_rule_sets_aside_the_tails_and_the_plain_rule_is_the_paired_t():
+    d = [0.01, 0.02, -0.01, 0.0, 0.03, 0.02, 0.01, 0.9, -0.8, 0.015]  # two bursts among calm pairs
+    centre, se, df = sequential.trimmed(d, 0.2)
+    assert df == 10 - 2 * 2 - 1 and centre == pytest.approx(np.mean(sorted(d)[2:8]))
+    plain = sequential.trimmed(d, 0.0)
+    assert plain == pytest.approx((np.mean(d), np.std(d, ddof=1) / math.sqrt(10), 9))
+    assert se < plain[1] / 5  # the bursts no longer set the interval's width
+    with pytest.raises(ValueError):
+        sequential.Rule(trim=0.5)

@@ -52,19 +52,30 @@ def test_welch_on_logs_decides_when_runs_agree_and_refuses_when_they_do_not():
     assert tight.verdict == stats.FASTER and tight.method == stats.WELCH
     assert tight.low < tight.ratio < tight.high and tight.low > 1
     loose = stats.compare_runs([100, 120, 85], [110, 95, 125])
-    assert loose.verdict == stats.SAME and loose.low < 1 < loose.high
+    assert loose.verdict == stats.INCONCLUSIVE and loose.low < 1 / 1.02 and loose.high > 1.02
 
 
 def test_slower_uses_the_whole_ratio_and_the_threshold_is_symmetric_on_the_log_scale():
     slower = stats.compare_runs([100, 100.5, 99.5], [97, 97.3, 96.7])
     assert slower.verdict == stats.SLOWER and slower.high < 1
     within = stats.compare_runs([100, 100.1, 99.9], [99, 99.1, 98.9])  # 1% slower: significant, under 2%
-    assert within.high < 1 and within.verdict == stats.SAME
+    assert within.high < 1 and within.verdict == stats.EQUIVALENT  # and the whole interval within ±2%
+    small = stats.compare_runs([100, 100.5, 99.5], [98.6, 99.0, 98.2])  # under 2% slower, interval past 2%
+    assert small.high < 1 and small.low < 1 / 1.02 and small.verdict == stats.SAME
+
+
+def test_equivalent_needs_the_whole_interval_within_the_threshold_and_inconclusive_needs_both_sides_beyond():
+    assert stats.verdict(1.0, 0.99, 1.01, 0.02) == stats.EQUIVALENT  # TOST: both one-sided tests reject
+    assert stats.verdict(1.0, 0.99, 1.03, 0.02) == stats.SAME  # one end beyond: not shown equivalent
+    assert stats.verdict(1.0, 0.97, 1.03, 0.02) == stats.INCONCLUSIVE  # beyond on both sides
+    assert stats.verdict(1.0, 0.071, 19.945, 0.02) == stats.INCONCLUSIVE  # the A/A: not "no difference"
+    assert stats.verdict(1.0, 0.96, 1.04, 0.05) == stats.EQUIVALENT  # the margin is --threshold
+    assert stats.verdict(1.0, 1.0, 1.0, 0.0) == stats.SAME  # a zero margin never shows equivalence
 
 
 def test_identical_runs_give_a_zero_width_interval_and_a_threshold_verdict():
     same = stats.compare_runs([100, 100], [100, 100])
-    assert (same.ratio, same.low, same.high, same.verdict) == (1.0, 1.0, 1.0, stats.SAME)
+    assert (same.ratio, same.low, same.high, same.verdict) == (1.0, 1.0, 1.0, stats.EQUIVALENT)
     up = stats.compare_runs([100, 100], [110, 110])
     assert up.verdict == stats.FASTER and up.low == pytest.approx(1.1)
 
@@ -73,7 +84,7 @@ def test_pairing_cancels_a_drift_that_falls_on_both_runs_of_a_pair():
     drift = [1.0, 1.25, 0.8, 1.1]  # the machine's state during pair i: it moves both runs of the pair
     old = [300 * d for d in drift]
     new = [300 * 1.05 * d * (1 + e) for d, e in zip(drift, (0.002, -0.003, 0.001, 0.0), strict=True)]
-    assert stats.compare_runs(old, new).verdict == stats.SAME  # unpaired, the drift swamps 5%
+    assert stats.compare_runs(old, new).verdict == stats.INCONCLUSIVE  # unpaired, the drift swamps 5%
     paired = stats.compare_pairs(list(zip(old, new, strict=True)))
     assert paired.verdict == stats.FASTER and paired.method == stats.PAIRED and paired.pairs == 4
     assert paired.ratio == pytest.approx(1.05, abs=0.003)
