@@ -160,3 +160,17 @@ def test_every_file_under_tests_data_logs_and_fifos_and_devices_end_without_a_tr
         assert result.status in ("imported", "failed")
         if result.status == "failed":
             assert result.error is not None and result.error.render()
+
+
+# item 4 of the remainder: compare's time-to-accuracy table names the quality imported runs state ---------------
+
+def test_compare_of_imported_loss_target_runs_names_their_metric_not_top1(capsys, tmp_path):
+    store = str(tmp_path / "r")
+    for stack in ("old", "new"):
+        code, out, err = run(capsys, "import", str(REAL / GPT3), "--stack", stack, "--store", store,
+                             "--set", "workers=256")
+        assert code == 0, out + err
+    code, out, err = run(capsys, "compare", "old", "new", "--store", store)
+    assert code == 0, out + err
+    assert "top-1" not in out and "target" not in out.split("\n\n")[1].splitlines()[1]  # the log states none
+    assert "log_perplexity OLD" in out and "log_perplexity NEW" in out and "2.689" in out
