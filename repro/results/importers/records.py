@@ -19,7 +19,17 @@ from typing import Any
 
 from repro.errors import InputError
 from repro.results import steady
-from repro.results.importers import hf_trainer, horovod, megatron, mllog, nccl_tests, tf_cnn, torch_ddp, torchtitan
+from repro.results.importers import (
+    deepspeed,
+    hf_trainer,
+    horovod,
+    megatron,
+    mllog,
+    nccl_tests,
+    tf_cnn,
+    torch_ddp,
+    torchtitan,
+)
 from repro.results.importers.lines import error, split_lines
 from repro.results.importers.runs import ParsedRun
 from repro.results.importers.settings import Override, to_settings
@@ -29,7 +39,7 @@ from repro.results.redact import redact_argv, redact_env, redact_tree
 # format -> its reader
 READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp,
            nccl_tests.NCCL_TESTS: nccl_tests, megatron.MEGATRON: megatron, torchtitan.TORCHTITAN: torchtitan,
-           hf_trainer.HF_TRAINER: hf_trainer}
+           hf_trainer.HF_TRAINER: hf_trainer, deepspeed.DEEPSPEED: deepspeed}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
