@@ -197,7 +197,7 @@ class TimeToAccuracy(Kind):
 
     def sweep_document(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
                        baseline_workers: int | None = None, link: float | None = None) -> Document:
-        from repro.results.summary import tta_document
+        from repro.results.tta_summary import tta_document
 
         return tta_document(records)
 

@@ -9,7 +9,7 @@ import pytest
 from repro.compare.kinds import KINDS
 from repro.formats import render
 from repro.results.importers import import_file, import_stack, parse_overrides
-from repro.results.summary import tta_document
+from repro.results.tta_summary import tta_document
 from tests.unit.test_results_cli import run  # the same CLI runner
 
 ROOT = Path(__file__).resolve().parents[2]
