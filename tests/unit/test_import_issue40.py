@@ -174,3 +174,19 @@ def test_compare_of_imported_loss_target_runs_names_their_metric_not_top1(capsys
     assert code == 0, out + err
     assert "top-1" not in out and "target" not in out.split("\n\n")[1].splitlines()[1]  # the log states none
     assert "log_perplexity OLD" in out and "log_perplexity NEW" in out and "2.689" in out
+
+
+# transformer-training logs: figures stated vs derived, shown by `results show`; the listing names the unit -------
+
+def test_a_torchtitan_run_shows_its_stated_and_derived_figures(capsys, tmp_path):
+    store = str(tmp_path / "r")
+    log = str(REAL / "docs-pytorch-tutorial-torchtitan-llama3-8b.log")
+    code, out, err = run(capsys, "import", log, "--stack", "titan", "--store", store)
+    assert code == 0 and "tokens/sec=" in out, out + err
+    code, out, _ = run(capsys, "results", "--store", store)
+    assert code == 0
+    record_id = next(line.split()[0] for line in out.splitlines() if "torchtitan" in line)
+    code, out, _ = run(capsys, "results", "show", record_id, "--store", store)
+    assert code == 0
+    assert "mfu" in out and "tokens_per_sec_per_gpu" in out  # stated by the log's step lines
+    assert "the stated tokens/sec per GPU x 8 workers" in out  # derived, and how
