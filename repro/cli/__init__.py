@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "repro.cli.hosts_cmds",
     "repro.cli.bench_cmds",
     "repro.cli.results_cmds",
+    "repro.cli.import_cmds",
     "repro.cli.compare_cmds",
     "repro.cli.fabric_cmds",
 )

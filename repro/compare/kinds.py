@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 __all__ = ["KINDS", "Allreduce", "KindRows", "Throughput", "TimeToAccuracy"]
 
 
+def _unit(record: RunRecord) -> str:
+    """What a throughput run's figure counts: images, or what an imported transformer-training log states."""
+    items = record.metrics.get("items")
+    return f"{items}/sec" if items in ("tokens", "samples") else "images/sec"
+
+
 class Throughput(Kind):
     """items (images) per second, with speedup and scaling efficiency"""
 
@@ -36,12 +42,12 @@ class Throughput(Kind):
 
         ips = throughput(record)
         took = f"({record.duration_s or 0:.1f} s)"
-        return f"{ips:.1f} images/sec {took}" if ips else f"ok {took}"
+        return f"{ips:.1f} {_unit(record)} {took}" if ips else f"ok {took}"
 
     def headline(self, record: RunRecord) -> tuple[float | None, str]:
         from repro.results.metrics import throughput
 
-        return throughput(record), "images/sec"
+        return throughput(record), _unit(record)
 
     def warnings(self, record: RunRecord, warmup: str) -> tuple[str, ...]:
         from repro.results import steady
@@ -200,7 +206,7 @@ class TimeToAccuracy(Kind):
 
     def sweep_document(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
                        baseline_workers: int | None = None, link: float | None = None) -> Document:
-        from repro.results.summary import tta_document
+        from repro.results.tta_summary import tta_document
 
         return tta_document(records)
 

@@ -263,24 +263,39 @@ def allreduce_table(c: Comparison, compared: Sequence[AllreduceRow]) -> Table:
                  title="All-reduce: bus bandwidth NEW/OLD", caption=tuple(x for x in caption if x), name="allreduce")
 
 
+def _quality(rows: Sequence[Any]) -> tuple[str, bool]:
+    """The quality the rows' runs state (top-1 for repro's own runs; an imported log's metric otherwise) and
+    whether it is a fraction shown as a percentage."""
+    labels = {side.quality_label for r in rows for side in (r.old, r.new)} or {"top-1"}
+    label = labels.pop() if len(labels) == 1 else "final quality"
+    return label, label == "top-1"
+
+
 def tta_table(c: Comparison, rows: Sequence[Any]) -> Table:
     """The tta kind's table: time to accuracy of each side, how many runs reached it, the speed-up."""
     cols = display_columns(c, rows)
     targets = {r.old.target or r.new.target for r in rows}
+    quality, fraction = _quality(rows)
+    shown = _pct if fraction else (lambda v: f"{v:.4g}" if isinstance(v, (int, float)) else "-")
     columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols),
                *([Column("target", True)] if len(targets) > 1 else []),
                *(Column(h, numeric=True) for h in ("TTA OLD (s)", "TTA NEW (s)", "reached OLD", "reached NEW",
                                                    "OLD/NEW", "interval")),
-               Column("verdict"), Column("top-1 OLD", True), Column("top-1 NEW", True), Column("flag")]
-    cells = [(*_key_cells(r.key, cols), *([_pct(r.old.target or r.new.target)] if len(targets) > 1 else []),
+               Column("verdict"), Column(f"{quality} OLD", True), Column(f"{quality} NEW", True), Column("flag")]
+    cells = [(*_key_cells(r.key, cols), *([shown(r.old.target or r.new.target)] if len(targets) > 1 else []),
               _num(r.old.time_to_accuracy_s), _num(r.new.time_to_accuracy_s),
               f"{r.old.reached}/{r.old.runs}", f"{r.new.reached}/{r.new.runs}", _ratio(r.speedup.ratio),
-              _interval(r.speedup), verdict_text(r.speedup), _pct(r.old.final_top1), _pct(r.new.final_top1),
+              _interval(r.speedup), verdict_text(r.speedup), shown(r.old.final_quality), shown(r.new.final_quality),
               r.flag or "") for r in rows]
-    target = f"target top-1 {_pct(next(iter(targets)))}" if len(targets) == 1 else ""
-    caption = [" · ".join(x for x in (_constants(c, rows, cols), target) if x),
-               "TTA: mean seconds until validation top-1 first reached the target, over the runs that reached it; "
-               "top-1: final validation accuracy (mean over runs)",
+    known = len(targets) == 1 and (fraction or None not in targets)  # an MLPerf log may state no eval_target
+    target = f"target {quality} {shown(next(iter(targets)))}" if known else ""
+    if fraction:
+        meaning = ("TTA: mean seconds until validation top-1 first reached the target, over the runs that reached it; "
+                   "top-1: final validation accuracy (mean over runs)")
+    else:  # imported MLPerf runs: the quality each benchmark's rules name (a loss or perplexity is reached from above)
+        meaning = (f"TTA: mean seconds from run_start to run_stop, over the runs that reached the benchmark's quality "
+                   f"target; {quality}: the last evaluation the logs state (mean over runs)")
+    caption = [" · ".join(x for x in (_constants(c, rows, cols), target) if x), meaning,
                f"OLD/NEW: speed-up (>1: NEW is sooner), {c.options.confidence:.0%} interval over runs; "
                f"{_criterion(c, [r.speedup for r in rows])}"]
     return Table(tuple(columns), tuple(cells), tuple({"kind": "tta", **dict(r.key), **tta_dict(r)} for r in rows),

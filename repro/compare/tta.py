@@ -2,8 +2,12 @@
 
 A repeat that never reached its target is a failure to reach, not a time. The verdict comes from the
 same statistics over runs as throughput with one time per repeat (a "step" of one item), so a single
-repeat per side is "not enough runs". A side that is faster but ends at a lower final accuracy is flagged: it may
+repeat per side is "not enough runs". A side that is faster but ends at a worse final quality is flagged: it may
 have bought its speed with accuracy.
+
+The quality is validation top-1 for repro's own runs and image classification; an imported MLPerf run names its
+own (``accuracy_metric``: log perplexity, evaluation loss, mAP, BLEU...), and a loss or perplexity is better when
+lower (``lower_is_better``). A side states the metric its runs share ("mixed" when they differ).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from repro.compare.align import Key, Pair
 from repro.compare.throughput import Options
 from repro.results import stats
 from repro.results.record import RunRecord
+
+TOP1 = "top1"
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,14 @@ class TtaSide:
     epochs: float | None
     compute_s: float | None
     communication_s: float | None
+    metric: str = TOP1  # what final_quality measures: top1, or the metric an imported log names
+    final_quality: float | None = None  # the mean final figure of that metric (top-1 for top1)
+    lower_is_better: bool = False  # a loss or perplexity target is reached from above
+
+    @property
+    def quality_label(self) -> str:
+        """The metric as a caption names it ('top-1' for top1)."""
+        return "top-1" if self.metric == TOP1 else self.metric
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,18 @@ def _reached(r: RunRecord) -> bool:
     return bool(r.metrics.get("reached")) and isinstance(r.metrics.get("time_to_accuracy_s"), (int, float))
 
 
+def metric_of(record: RunRecord) -> str:
+    """The quality a run's target is stated in: top1, or the metric its imported log names."""
+    return str(record.metrics.get("accuracy_metric") or TOP1)
+
+
+def _final(record: RunRecord) -> float | None:
+    """The run's final quality in its own metric (top-1, or the log's final figure)."""
+    m = record.metrics
+    value = m.get("final_top1") if metric_of(record) == TOP1 else m.get("final_accuracy")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _side(records: Sequence[RunRecord]) -> tuple[TtaSide, list[list[float]]]:
     ok = [r for r in records if r.status == "ok"]
     reached = [r for r in ok if _reached(r)]
@@ -64,18 +90,27 @@ def _side(records: Sequence[RunRecord]) -> tuple[TtaSide, list[list[float]]]:
     def m(name: str, among: Sequence[RunRecord] = ok) -> float | None:
         return _mean([r.metrics.get(name) for r in among])
 
+    metrics = {metric_of(r) for r in records} or {TOP1}
+    metric = metrics.pop() if len(metrics) == 1 else "mixed"
+    lower = bool(records) and all(r.metrics.get("lower_is_better") is True for r in records)
     side = TtaSide(len(ok), len(reached), m("target"), m("time_to_accuracy_s", reached), m("final_top1"),
-                   m("final_top5"), m("epochs"), m("compute_s"), m("communication_s"))
+                   m("final_top5"), m("epochs"), m("compute_s"), m("communication_s"), metric,
+                   _mean([_final(r) for r in ok]), lower)
     return side, [[float(r.metrics["time_to_accuracy_s"])] for r in reached]
 
 
 def _flag(speedup: float | None, old: TtaSide, new: TtaSide) -> str:
-    if speedup is None or speedup == 1 or old.final_top1 is None or new.final_top1 is None:
+    if speedup is None or speedup == 1 or old.final_quality is None or new.final_quality is None:
         return ""
+    if old.metric != new.metric or old.lower_is_better != new.lower_is_better:
+        return ""  # figures of different metrics are not compared
     fast, slow, name = (new, old, "NEW") if speedup > 1 else (old, new, "OLD")
-    if fast.final_top1 < slow.final_top1:
-        return (f"{name} is faster but ends at a lower final top-1 ({fast.final_top1:.4f} vs "
-                f"{slow.final_top1:.4f})")
+    worse = fast.final_quality > slow.final_quality if fast.lower_is_better else \
+        fast.final_quality < slow.final_quality
+    if worse:
+        how = "a higher" if fast.lower_is_better else "a lower"
+        return (f"{name} is faster but ends at {how} final {fast.quality_label} ({fast.final_quality:.4f} vs "
+                f"{slow.final_quality:.4f})")
     return ""
 
 
@@ -101,6 +136,6 @@ def as_dict(row: TtaRow) -> dict[str, Any]:
                            "verdict": row.speedup.verdict, "flag": row.flag}
     for side, data in (("old", row.old), ("new", row.new)):
         for name in ("runs", "reached", "target", "time_to_accuracy_s", "final_top1", "final_top5", "epochs",
-                     "compute_s", "communication_s"):
+                     "compute_s", "communication_s", "metric", "final_quality"):
             out[f"{name}_{side}"] = getattr(data, name)
     return out

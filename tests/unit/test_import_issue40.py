@@ -9,7 +9,7 @@ import pytest
 from repro.compare.kinds import KINDS
 from repro.formats import render
 from repro.results.importers import import_file, import_stack, parse_overrides
-from repro.results.summary import tta_document
+from repro.results.tta_summary import tta_document
 from tests.unit.test_results_cli import run  # the same CLI runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,3 +160,33 @@ def test_every_file_under_tests_data_logs_and_fifos_and_devices_end_without_a_tr
         assert result.status in ("imported", "failed")
         if result.status == "failed":
             assert result.error is not None and result.error.render()
+
+
+# item 4 of the remainder: compare's time-to-accuracy table names the quality imported runs state ---------------
+
+def test_compare_of_imported_loss_target_runs_names_their_metric_not_top1(capsys, tmp_path):
+    store = str(tmp_path / "r")
+    for stack in ("old", "new"):
+        code, out, err = run(capsys, "import", str(REAL / GPT3), "--stack", stack, "--store", store,
+                             "--set", "workers=256")
+        assert code == 0, out + err
+    code, out, err = run(capsys, "compare", "old", "new", "--store", store)
+    assert code == 0, out + err
+    assert "top-1" not in out and "target" not in out.split("\n\n")[1].splitlines()[1]  # the log states none
+    assert "log_perplexity OLD" in out and "log_perplexity NEW" in out and "2.689" in out
+
+
+# transformer-training logs: figures stated vs derived, shown by `results show`; the listing names the unit -------
+
+def test_a_torchtitan_run_shows_its_stated_and_derived_figures(capsys, tmp_path):
+    store = str(tmp_path / "r")
+    log = str(REAL / "docs-pytorch-tutorial-torchtitan-llama3-8b.log")
+    code, out, err = run(capsys, "import", log, "--stack", "titan", "--store", store)
+    assert code == 0 and "tokens/sec=" in out, out + err
+    code, out, _ = run(capsys, "results", "--store", store)
+    assert code == 0
+    record_id = next(line.split()[0] for line in out.splitlines() if "torchtitan" in line)
+    code, out, _ = run(capsys, "results", "show", record_id, "--store", store)
+    assert code == 0
+    assert "mfu" in out and "tokens_per_sec_per_gpu" in out  # stated by the log's step lines
+    assert "the stated tokens/sec per GPU x 8 workers" in out  # derived, and how

@@ -21,7 +21,8 @@ from repro.formats import render
 from repro.results import metrics
 from repro.results.record import RunRecord, Settings, StackRef
 from repro.results.report import scaling_table
-from repro.results.summary import allreduce_document, allreduce_report, allreduce_sweeps, tta_document, tta_report
+from repro.results.summary import allreduce_document, allreduce_report, allreduce_sweeps
+from repro.results.tta_summary import tta_document, tta_report
 from tests import golden
 from tests.unit import real_steps
 

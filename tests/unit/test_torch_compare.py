@@ -41,7 +41,8 @@ def test_a_pytorch_all_reduce_is_compared_with_a_horovod_one_per_size():
 
 
 def test_the_bench_summary_tables_torch_runs_by_their_kind_not_their_name():
-    from repro.results.summary import allreduce_sweeps, tta_document
+    from repro.results.summary import allreduce_sweeps
+    from repro.results.tta_summary import tta_document
 
     torch = [_record("torch_allreduce", "torch", 0.5e-4, i, backend=None, extra={"dist_backend": "gloo"})
              for i in range(2)]

@@ -6,7 +6,8 @@ between backticks, split over lines with ``\\``, or behind environment assignmen
 ``RUN="srun ... $CMD"`` is not a command (nothing runs on that line) and is never taken for one.
 
 Launchers: ``mpirun``/``horovodrun`` ``-np N``/``-n N``, ``-H host:slots,...``/``--host``,
-``-npernode N``; ``srun`` ``-n``/``--ntasks``, ``-N``/``--nodes``.
+``-npernode N``; ``srun`` ``-n``/``--ntasks``, ``-N``/``--nodes``; ``torchrun`` ``--nproc_per_node N``,
+``--nnodes M``. Of ``cmd1; cmd2`` only the command that runs the script is read.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from repro.results.importers.lines import Line
 
 _PROMPT = re.compile(r"^\s*(?:[$#>+]+|\(\S+\)\s*\$|\[[^\]]*\][$#])\s+")  # $ # > >> + (set -x) (venv) $ [u@h d]$
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_LAUNCHERS = ("mpirun", "mpiexec", "horovodrun", "srun", "orterun")
+_LAUNCHERS = ("mpirun", "mpiexec", "horovodrun", "srun", "orterun", "torchrun")
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ def _launch(args: Sequence[str]) -> tuple[int | None, int | None]:
     elif processes and (opts.get("npernode") or opts.get("ntasks_per_node") or "").isdigit():
         per = int(opts.get("npernode") or opts["ntasks_per_node"])
         hosts = -(-processes // per) if per else None
+    if processes is None and opts.get("nproc_per_node", "").isdigit():  # torchrun: processes per node x nodes
+        nodes = int(opts["nnodes"]) if opts.get("nnodes", "").isdigit() else 1
+        processes, hosts = int(opts["nproc_per_node"]) * nodes, hosts or nodes
     return processes, hosts
 
 
@@ -119,6 +123,11 @@ def parse_command(text: str, line: int, scripts: Sequence[str]) -> Command | Non
         argv = shlex.split(_clean(text))
     except ValueError:
         return None
+    ends = [i for i, a in enumerate(argv) if a.endswith(";") or a == "&&"]
+    first = next((i for i, a in enumerate(argv) if any(a.endswith(s) or a == s for s in scripts)), None)
+    before = [i for i in ends if first is not None and i < first]
+    if before:  # 'rm -r out; CUDA_VISIBLE_DEVICES=0,1 torchrun ...': the command that runs the script
+        argv = argv[before[-1] + 1:]
     env: dict[str, str] = {}
     while argv and _ASSIGNMENT.match(argv[0]):
         name, _, value = argv.pop(0).partition("=")

@@ -19,7 +19,17 @@ from typing import Any
 
 from repro.errors import InputError
 from repro.results import steady
-from repro.results.importers import horovod, mllog, nccl_tests, tf_cnn, torch_ddp
+from repro.results.importers import (
+    deepspeed,
+    hf_trainer,
+    horovod,
+    megatron,
+    mllog,
+    nccl_tests,
+    tf_cnn,
+    torch_ddp,
+    torchtitan,
+)
 from repro.results.importers.lines import error, split_lines
 from repro.results.importers.runs import ParsedRun
 from repro.results.importers.settings import Override, to_settings
@@ -28,7 +38,8 @@ from repro.results.redact import redact_argv, redact_env, redact_tree
 
 # format -> its reader
 READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp,
-           nccl_tests.NCCL_TESTS: nccl_tests}
+           nccl_tests.NCCL_TESTS: nccl_tests, megatron.MEGATRON: megatron, torchtitan.TORCHTITAN: torchtitan,
+           hf_trainer.HF_TRAINER: hf_trainer, deepspeed.DEEPSPEED: deepspeed}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -118,8 +129,9 @@ def provenance(run: ParsedRun, settings: Any, overrides: Mapping[str, Override])
                               if name not in overrides}
     if run.figure is not None and run.figure_line:
         stated["figure"] = f"line {run.figure_line}"
-    for name in run.metrics.get("stated") or []:
-        stated.setdefault(str(name), "the log")
+    said = run.metrics.get("stated") or []
+    for name in said:  # a list of names, or (transformer-training readers) name -> where the log states it
+        stated.setdefault(str(name), str(said[name]) if isinstance(said, Mapping) else "the log")
     derived = {str(k): str(v) for k, v in (run.metrics.get("derived") or {}).items()}
     if settings.global_batch is not None and "global_batch" not in run.settings and "global_batch" not in overrides:
         derived["global_batch"] = "batch per worker x workers"
