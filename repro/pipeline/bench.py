@@ -24,6 +24,7 @@ from repro.hosts.remote import preflight
 from repro.launch import collect, diagnose
 from repro.launch.conditions import Sampler
 from repro.launch.launchers import LAUNCHERS, for_backend
+from repro.launch.nccl_files import point_dir
 from repro.launch.placement import Placement, place
 from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
@@ -158,7 +159,8 @@ class Sweep:
         python = f"python{stack.python.split('.')[0]}" if RUNTIMES.get(self.runtime).needs_image else None
         return PlanContext(run_id=run_id, stack_env=dict(stack.env), gpu=stack.gpu, image=self.image_ref,
                            ssh_port=stack.container.ssh_port, python=python, infiniband=infiniband,
-                           launcher=self.launcher(options, point))
+                           launcher=self.launcher(options, point),
+                           nccl_dir=point_dir(point, gpu=stack.gpu, run_id=run_id))
 
 
 def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions,
@@ -434,7 +436,8 @@ class _Run:
             raise Interrupted("benchmark interrupted; results gathered so far are stored") from None
         if outcome.placement is not None:  # the batch system chose the nodes: the record names those
             plan = replace(plan, placement=outcome.placement)
-        rec = collect.record(point, plan, ctx, outcome, diagnose=partial(self.diagnose, plan))
+        rec = collect.record(point, plan, ctx, outcome, diagnose=partial(self.diagnose, plan),
+                             nccl_log=outcome.nccl_log)
         if self.options.warmup != steady.FIXED:  # the figure stored is the one the sweep's table shows
             rec = for_storage(rec, self.options.warmup)
         if taken is not None and taken.conditions is not None:
