@@ -18,13 +18,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from repro import inputs
 from repro.errors import Diagnostic, InventoryError, Location
 from repro.hosts import ssh_trust
 from repro.hosts.inventory_files import InventoryFiles
 from repro.hosts.listing_errors import ansible_reason
+from repro.manifest.schema import InterNodePath, IntraNodePath
 
 WORKERS_GROUP = "workers"
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
@@ -117,6 +118,15 @@ def _checked(problem: Callable[[object], str | None]) -> Callable[[object], obje
     return check
 
 
+def _one_of(names: tuple[str, ...]) -> Callable[[object], object]:
+    def check(value: object) -> object:
+        if not isinstance(value, str) or value not in names:
+            raise inputs.InputValueError(f"one of {', '.join(names)}")
+        return value
+
+    return check
+
+
 def _owned(value: object) -> object:
     raise inputs.InputValueError("repro sets this itself: it decides which ssh program runs and which host keys "
                                  "it trusts (put other ssh options in ansible_ssh_common_args)")
@@ -141,6 +151,9 @@ VARIABLES: dict[str, Callable[[object], object]] = {
     "repro_link_gbps": lambda v: inputs.number(v, minimum=0.001, maximum=100_000.0),
     "repro_launch_key": _text(inputs.SSH_PATH),
     "repro_launch_known_hosts": _text(inputs.SSH_PATH),
+    # the path NCCL must take on these hosts (docs/fabric.md; repro.launch.expect): the names of a stack's `expect`
+    "repro_expect_inter_node": _one_of(get_args(InterNodePath)),
+    "repro_expect_intra_node": _one_of(get_args(IntraNodePath)),
     # Ansible's own switches of host-key checking: only "on" is accepted
     "ansible_host_key_checking": _checking_on,
     "ansible_ssh_host_key_checking": _checking_on,

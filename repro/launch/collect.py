@@ -49,6 +49,8 @@ class Context:
     sweep: SweepRef
     runtime: str
     facts: dict[str, HostFacts] = field(default_factory=dict)
+    # the paths NCCL must take (repro.launch.expect: the stack's and the inventory's); None: the stack's `expect`
+    expect: dict[str, str] | None = None
 
 
 def _host_of(addresses: list[str], placement: tuple[Placement, ...]) -> str:
@@ -129,11 +131,12 @@ def failed(point: Settings, placement: tuple[Placement, ...], ctx: Context, reas
 
 
 def fabric_failure(ctx: Context, nccl_log: str | None):
-    """The parsed NCCL facts of a run (None: no NCCL log was collected) and why they miss the stack's `expect`."""
+    """The parsed NCCL facts of a run (None: no NCCL log was collected) and why they miss the expected paths."""
     fabric = parse_nccl(nccl_log) if nccl_log else None
-    expect = ctx.stack.manifest.get("expect") or {}
+    expect = (ctx.stack.manifest.get("expect") or {}) if ctx.expect is None else ctx.expect
     why = unmet({k: v for k, v in expect.items() if v}, fabric) if isinstance(expect, dict) else None
-    return fabric, (f"NCCL took another path than the stack expects: {why}" if why else None)
+    whose = "the stack expects" if ctx.expect is None else "the sweep expects (stack and inventory)"
+    return fabric, (f"NCCL took another path than {whose}: {why}" if why else None)
 
 
 def record(point: Settings, plan: LaunchPlan, ctx: Context, outcome: Outcome,

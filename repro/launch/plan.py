@@ -41,6 +41,8 @@ class PlanContext:
     python: str | None = None  # None: each host's repro_python (host runtime) or the image's python3
     infiniband: bool = False
     launcher: str = "mpirun"
+    # where each rank's NCCL writes its INFO lines (repro.launch.nccl_files); None: the point does not use NCCL
+    nccl_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class LaunchPlan:
     launch_argv: list[str]  # the launcher's command line (mpirun ...)
     exec_argv: list[str]  # exactly what runs on the first host: the launch command in its runtime, env included
     containers: tuple[ContainerPlan, ...] = field(default_factory=tuple)
+    nccl_dir: str | None = None  # where the runtime reads the ranks' NCCL files back (None: not a NCCL run)
 
     @property
     def launcher(self) -> Host:
@@ -97,10 +100,13 @@ def nccl_debug_env(directory: str) -> dict[str, str]:
             "NCCL_DEBUG_FILE": f"{directory.rstrip('/')}/nccl.%h.%p.log"}
 
 
-def run_env(stack_env: dict[str, str], *, interface: str, gpu: bool) -> dict[str, str]:
-    """The environment of the launcher and every rank: the stack's settings plus what repro needs."""
+def run_env(stack_env: dict[str, str], *, interface: str, gpu: bool, nccl_dir: str | None = None) -> dict[str, str]:
+    """The environment of the launcher and every rank: the stack's settings plus what repro needs (with `nccl_dir`:
+    NCCL's INFO lines to one file per process there)."""
     env = {"PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     if gpu:
         env.setdefault("NCCL_SOCKET_IFNAME", interface)
     env.update(stack_env)
+    if nccl_dir:  # over the stack's own NCCL_DEBUG*: the record's path needs INFO, and out of the workload's output
+        env.update(nccl_debug_env(nccl_dir))
     return env

@@ -23,7 +23,9 @@ from repro.hosts.inventory import Host, Inventory
 from repro.hosts.remote import preflight
 from repro.launch import collect, diagnose
 from repro.launch.conditions import Sampler
+from repro.launch.expect import sweep_expectation
 from repro.launch.launchers import LAUNCHERS, for_backend
+from repro.launch.nccl_files import point_dir
 from repro.launch.placement import Placement, place
 from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
@@ -138,6 +140,7 @@ class Sweep:
     facts: dict[str, HostFacts]
     scheduler: Scheduler = field(default_factory=lambda: SCHEDULERS.get("direct"))  # configured for this sweep
     inventory: str | None = None  # the inventory file, as given (kept in each record's SweepRef)
+    expect: dict[str, str] = field(default_factory=dict)  # the paths NCCL must take: the stack's and inventory's
 
     def launcher(self, options: BenchOptions, point: Settings) -> str:
         """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
@@ -158,7 +161,8 @@ class Sweep:
         python = f"python{stack.python.split('.')[0]}" if RUNTIMES.get(self.runtime).needs_image else None
         return PlanContext(run_id=run_id, stack_env=dict(stack.env), gpu=stack.gpu, image=self.image_ref,
                            ssh_port=stack.container.ssh_port, python=python, infiniband=infiniband,
-                           launcher=self.launcher(options, point))
+                           launcher=self.launcher(options, point),
+                           nccl_dir=point_dir(point, gpu=stack.gpu, run_id=run_id))
 
 
 def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions,
@@ -171,6 +175,9 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
         LAUNCHERS.get(options.launcher)
     scheduler = configured(options, inventory)
     placements = {w: place(inventory, w) for w in sorted({p.workers for p in points})}
+    stack = loaded.stack
+    expect = sweep_expectation(stack.expect.model_dump() if stack.expect else None, gpu=stack.gpu, stack=stack.name,
+                               inventory=inventory, hosts=[p.host for p in placements[max(placements)]])
     image = ref = None
     if RUNTIMES.get(runtime).needs_image:
         image = store.lock(loaded.hash)
@@ -185,7 +192,8 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
 
             image = read_lock(store, loaded)  # ImageError naming `repro up`
     sid = sweep_id(loaded.hash, inventory_key(inventory), points, options.repeats)
-    sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler, inventory.path)
+    sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler, inventory.path,
+                  expect)
     for launcher in {sweep.launcher(options, p) for p in points}:
         scheduler.check(runtime, launcher, spec.backends)
     return sweep
@@ -409,7 +417,7 @@ class _Run:
                               SweepRef(id=self.sweep.id, point=point_key(point), repeat=repeat, pair=pair,
                                        inventory=self.sweep.inventory),
                               self.sweep.runtime,
-                              self.sweep.facts)
+                              self.sweep.facts, expect=self.sweep.expect)
         run_id = new_id().split("-")[-1]
         planned = safe_call("planning", partial(self.sweep.plan, point,
                                                 self.sweep.context(self.loaded, self.options, point, run_id)))
@@ -434,7 +442,8 @@ class _Run:
             raise Interrupted("benchmark interrupted; results gathered so far are stored") from None
         if outcome.placement is not None:  # the batch system chose the nodes: the record names those
             plan = replace(plan, placement=outcome.placement)
-        rec = collect.record(point, plan, ctx, outcome, diagnose=partial(self.diagnose, plan))
+        rec = collect.record(point, plan, ctx, outcome, diagnose=partial(self.diagnose, plan),
+                             nccl_log=outcome.nccl_log)
         if self.options.warmup != steady.FIXED:  # the figure stored is the one the sweep's table shows
             rec = for_storage(rec, self.options.warmup)
         if taken is not None and taken.conditions is not None:

@@ -19,6 +19,7 @@ import yaml
 
 from repro.errors import InputError
 from repro.hosts.inventory import Host, Inventory
+from repro.launch.nccl_files import point_dir
 from repro.launch.placement import place
 from repro.launch.plan import PlanContext
 from repro.launch.points import SweepSpec, expand
@@ -67,7 +68,7 @@ def kube_plan(*, stack: str = "cpu-tf215.yaml", workload: str = "allreduce", wor
     scheduler.check("docker", "mpirun")
     ctx = PlanContext(run_id=run_id, stack_env=dict(env if env is not None else loaded.stack.env),
                       gpu=loaded.stack.gpu, image=TAG, ssh_port=loaded.stack.container.ssh_port, python="python3",
-                      launcher="mpirun")
+                      launcher="mpirun", nccl_dir=point_dir(point, gpu=loaded.stack.gpu, run_id=run_id))
     return scheduler.plan(point, place(inventory, workers), "docker", ctx)
 
 

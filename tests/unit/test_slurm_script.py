@@ -16,6 +16,7 @@ import pytest
 
 from repro.errors import InputError
 from repro.hosts.inventory import Host, Inventory
+from repro.launch.nccl_files import point_dir
 from repro.launch.placement import place
 from repro.launch.plan import PlanContext
 from repro.launch.points import SweepSpec, expand
@@ -61,7 +62,8 @@ def batch_plan(runtime: str, launcher: str, *, workers: int = 2, inventory: Inve
     ctx = PlanContext(run_id="0123abcd", stack_env=dict(env if env is not None else loaded.stack.env),
                       gpu=loaded.stack.gpu, image=TAG, ssh_port=loaded.stack.container.ssh_port,
                       python="python3" if runtime != "host" else None, launcher=launcher,
-                      infiniband=any(h.vars.get("repro_infiniband") for h in inventory.hosts))
+                      infiniband=any(h.vars.get("repro_infiniband") for h in inventory.hosts),
+                      nccl_dir=point_dir(point, gpu=loaded.stack.gpu, run_id="0123abcd"))  # as repro bench
     return slurm.plan(point, place(inventory, workers), runtime, ctx)
 
 

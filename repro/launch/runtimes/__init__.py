@@ -55,6 +55,8 @@ class Outcome:
     cleanup_pending: tuple[str, ...] = ()
     job: BatchJob | None = None  # the batch job that ran the point, when a batch scheduler did (RunRecord.batch)
     placement: tuple[Placement, ...] | None = None  # where the ranks ran, when the batch system chose the nodes
+    # the ranks' NCCL files, read back (repro.launch.nccl_files); None: the point did not use NCCL
+    nccl_log: str | None = None
 
 
 class JobInterrupted(KeyboardInterrupt):

@@ -111,6 +111,8 @@ class CharliecloudRuntime:
         image = image_dir(first, ctx.image)
         data = CONTAINER_DATA if point.data == "real" else point.data
         command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        # no NCCL files (ctx.nccl_dir): ch-run binds only onto directories the read-only image already has, and
+        # NCCL writes to the ranks' output where it cannot open its file; the record then has no `fabric`
         return JobStep(["bash", "-c", 'repro_in_charliecloud "$@"', "repro_in_charliecloud", *command],
                        run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu),
                        functions=(NODE_PATH_FUNCTION, wrapper(image, first.dataset_dir)),

@@ -4,6 +4,7 @@ first host's container across all of them (seed 003's appendix, automated)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ from repro.hosts.inventory import Host
 from repro.hosts.remote import Remote, docker_argv, reachable
 from repro.hosts.ship import remote_image_id
 from repro.launch.launchers import LAUNCHERS, SshOptions
+from repro.launch.nccl_files import joined
 from repro.launch.placement import Placement
 from repro.launch.plan import (
     CONTAINER_DATA,
@@ -29,6 +31,7 @@ from repro.launch.plan import (
 )
 from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
 from repro.launch.runtimes.docker_job import docker_job
+from repro.launch.runtimes.nccl_read import read_nccl, remove_dir
 from repro.launch.runtimes.watch import Watch, supervise
 from repro.launch.workloads import WORKLOADS
 from repro.manifest.schema import Stack
@@ -40,8 +43,9 @@ LABEL = "repro.managed=1"
 
 
 def container_plan(host: Host, run_id: str, image: str, ssh_port: int, *, gpus: bool,
-                   infiniband: bool = False) -> ContainerPlan:
-    """docker run on one host: host networking, IPC_LOCK, devices, the dataset, sshd on the stack's port."""
+                   infiniband: bool = False, nccl_dir: str | None = None) -> ContainerPlan:
+    """docker run on one host: host networking, IPC_LOCK, devices, the dataset, sshd on the stack's port (and
+    `nccl_dir` bound from the host's `nccl_dir/HOST`: hosts on one machine share its /tmp)."""
     name = f"repro-{run_id}-{host.name}"
     docker = ["docker", "-H", host.docker_host]
     run = [*docker, "run", "--detach", "--name", name, "--label", LABEL, "--label", f"repro.run={run_id}",
@@ -53,6 +57,8 @@ def container_plan(host: Host, run_id: str, image: str, ssh_port: int, *, gpus: 
         run += ["--device", "/dev/infiniband", "--ulimit", "memlock=-1"]
     if host.dataset_dir:
         run += ["--volume", f"{host.dataset_dir}:{CONTAINER_DATA}:ro"]
+    if nccl_dir:
+        run += ["--volume", f"{nccl_dir}/{host.name}:{nccl_dir}"]
     run += [image, "/usr/sbin/sshd", "-D", "-e", "-p", str(ssh_port)]
     return ContainerPlan(host, name, run, [*docker, "rm", "--force", name])
 
@@ -77,18 +83,20 @@ class DockerRuntime:
         if ctx.image is None:
             raise LaunchError("the docker runtime needs the stack's image (run `repro up STACK` first)")
         first = placement[0].host
-        env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu)
+        env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
         data = CONTAINER_DATA if point.data == "real" else point.data
         command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
         ssh = SshOptions(ctx.ssh_port, LAUNCH_KEY, LAUNCH_KNOWN_HOSTS)
         containers = tuple(container_plan(p.host, ctx.run_id, ctx.image, ctx.ssh_port,
-                                          gpus=ctx.gpu and p.host.gpus > 0, infiniband=ctx.infiniband)
+                                          gpus=ctx.gpu and p.host.gpus > 0, infiniband=ctx.infiniband,
+                                          nccl_dir=ctx.nccl_dir)
                            for p in placement)
         argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, list(env), interface=first.interface, ssh=ssh,
                                                forwarded=FORWARDED_DOCKER_GPU if ctx.gpu else FORWARDED_DOCKER)
         env_args = [a for k, v in sorted(env.items()) for a in ("--env", f"{k}={v}")]
         exec_argv = docker_argv(first, "exec", *env_args, containers[0].name, *argv)
-        return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv, containers)
+        return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv, containers,
+                          nccl_dir=ctx.nccl_dir)
 
     @classmethod
     def job(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext,
@@ -99,7 +107,8 @@ class DockerRuntime:
         first = placement[0].host
         data = CONTAINER_DATA if point.data == "real" else point.data
         command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
-        return docker_job(command, run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu), ctx, nodes,
+        env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
+        return docker_job(command, env, ctx, nodes,
                           dataset=first.dataset_dir, placement_nodes=len(placement))
 
     def node_command(self, argv: list[str], host: Host) -> list[str]:
@@ -244,5 +253,20 @@ class DockerRuntime:
             # Ctrl-C or anything unexpected: still clean every host before letting it propagate
             self._remove(plan.containers)
             raise
+        nccl_log = self._nccl_files(plan) if plan.nccl_dir else None
         pending = self._remove(plan.containers)
-        return Outcome(out, err, code, time.monotonic() - started, failure, pending)
+        if plan.nccl_dir:
+            for c in plan.containers:
+                remove_dir(c.host, plan.nccl_dir)
+        return Outcome(out, err, code, time.monotonic() - started, failure, pending, nccl_log=nccl_log)
+
+    def _nccl_files(self, plan: LaunchPlan) -> str:
+        """The ranks' NCCL files, read on each host from the directory bound into its container; the container
+        (root, the files' owner) empties it, so that the host's user can remove it once the container is gone."""
+        assert plan.nccl_dir is not None
+        text = joined(read_nccl(c.host, f"{plan.nccl_dir}/{c.host.name}") for c in plan.containers)
+        for c in plan.containers:
+            with contextlib.suppress(HostError):
+                self._on(c.host, docker_argv(c.host, "exec", c.name, "find", plan.nccl_dir, "-mindepth", "1",
+                                             "-delete"), timeout=60, check=False)
+        return text

@@ -138,6 +138,8 @@ def docker_job(command: list[str], env: dict[str, str], ctx: PlanContext, nodes:
         run_args += ["--device", "/dev/infiniband", "--ulimit", "memlock=-1"]
     if dataset:
         run_args += ["--volume", f"{dataset}:{CONTAINER_DATA}:ro"]
+    if ctx.nccl_dir:  # the job's shared directory of NCCL's files, at its own path
+        run_args += ["--volume", f"{ctx.nccl_dir}:{ctx.nccl_dir}"]
     if ctx.launcher != "srun":  # mpirun's daemons run on the host: their session directory is in its /tmp
         run_args += ["--volume", "/tmp:/tmp"]
     worker = ["srun", "--overlap", "--mpi=none", f"--nodes={placement_nodes}", f"--ntasks={placement_nodes}",

@@ -7,15 +7,17 @@ import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import ClassVar
 
-from repro.errors import LaunchError
+from repro.errors import HostError, LaunchError
 from repro.hosts.inventory import Host
 from repro.hosts.remote import Remote
 from repro.launch.launchers import LAUNCHERS, SshOptions
 from repro.launch.placement import Placement
 from repro.launch.plan import FORWARDED_HOST, LaunchPlan, PlanContext, run_env
 from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
+from repro.launch.runtimes.nccl_read import gather_nccl
 from repro.launch.runtimes.watch import Watch, supervise
 from repro.launch.workloads import WORKLOADS
 from repro.manifest.schema import Stack
@@ -128,7 +130,7 @@ class HostRuntime:
     @classmethod
     def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
         first = placement[0].host
-        env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu)
+        env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
         data = (first.dataset_dir or "") if point.data == "real" else point.data
         command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
         ssh = None
@@ -138,7 +140,7 @@ class HostRuntime:
         argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, list(env), interface=first.interface, ssh=ssh,
                                                forwarded=FORWARDED_HOST)
         exec_argv = ["env", *(f"{k}={v}" for k, v in sorted(env.items())), *argv]
-        return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv)
+        return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv, nccl_dir=ctx.nccl_dir)
 
     @classmethod
     def job(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext,
@@ -147,7 +149,7 @@ class HostRuntime:
         first = placement[0].host
         data = (first.dataset_dir or "") if point.data == "real" else point.data
         command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
-        return JobStep(command, run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu))
+        return JobStep(command, run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir))
 
     def node_command(self, argv: list[str], host: Host) -> list[str]:
         """argv as the hosts' own software runs it (a check under a batch scheduler)."""
@@ -164,6 +166,21 @@ class HostRuntime:
 
     def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome:
         started = time.monotonic()
+        hosts = list({p.host.name: p.host for p in plan.placement}.values())
+        if plan.nccl_dir is None:
+            return self._run(plan, timeout, started, progress)
+        try:  # NCCL opens its file but makes no directory (and writes to the output where it cannot open it)
+            for host in hosts:
+                with Remote(host) as remote:
+                    remote.run(["mkdir", "-p", plan.nccl_dir], timeout=60, check=True)
+        except HostError as exc:
+            return Outcome("", "", None, time.monotonic() - started,
+                           f"making the directory of NCCL's files failed: {exc.message}")
+        outcome = self._run(plan, timeout, started, progress)
+        return replace(outcome, nccl_log=gather_nccl(hosts, plan.nccl_dir))
+
+    def _run(self, plan: LaunchPlan, timeout: float, started: float,
+             progress: Callable[[str], None] | None) -> Outcome:
         with Remote(plan.launcher) as remote:
             proc = remote.start(plan.exec_argv)
             try:

@@ -54,7 +54,7 @@ class _ImageFile:
         data = CONTAINER_DATA if point.data == "real" else point.data
         command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
         return first, cls.image_file(first, ctx.image), command, run_env(ctx.stack_env, interface=first.interface,
-                                                                       gpu=ctx.gpu)
+                                                                       gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
 
     @classmethod
     def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
@@ -112,8 +112,11 @@ class PyxisRuntime(_ImageFile):
             nodes: tuple[Host, ...]) -> JobStep:
         first, image, command, env = cls._parts(point, placement, ctx)
         options = [f"--container-image={image}"]
-        if first.dataset_dir:
-            options.append(f"--container-mounts={first.dataset_dir}:{CONTAINER_DATA}:ro")
+        # the dataset, and the job's shared directory of NCCL's files at its own path (pyxis: one comma list)
+        mounts = [f"{first.dataset_dir}:{CONTAINER_DATA}:ro"] if first.dataset_dir else []
+        mounts += [f"{ctx.nccl_dir}:{ctx.nccl_dir}"] if ctx.nccl_dir else []
+        if mounts:
+            options.append(f"--container-mounts={','.join(mounts)}")
         return JobStep(command, env, launcher_options=tuple(options),
                        notes=(f"image: made once with `{cls.make_hint(str(ctx.image), image)}`",
                               "pyxis binds the PMIx server's directories and the GPUs into the container itself"))
@@ -122,12 +125,14 @@ class PyxisRuntime(_ImageFile):
         return None  # a container is an option of srun, not a command: the MPI's PMI is not probed
 
 
-def apptainer_wrapper(image: str, dataset: str | None) -> str:
-    """repro_in_apptainer: one rank in the SIF, with the node's PMIx directories under srun."""
+def apptainer_wrapper(image: str, dataset: str | None, nccl_dir: str | None = None) -> str:
+    """repro_in_apptainer: one rank in the SIF, with the node's PMIx directories under srun (and the job's directory
+    of NCCL's files)."""
     return rank_wrapper(
         "repro_in_apptainer", "One rank in the Apptainer image; under srun --mpi=pmix with this node's PMIx server "
         "directories bound in.", '--bind "$PMIX_SERVER_TMPDIR" --bind "$(repro_node_path TmpFS)"',
-        ["--bind", shlex.quote(f"{dataset}:{CONTAINER_DATA}:ro")] if dataset else [],
+        (["--bind", shlex.quote(f"{dataset}:{CONTAINER_DATA}:ro")] if dataset else [])
+        + (["--bind", shlex.quote(nccl_dir)] if nccl_dir else []),
         f'apptainer exec "${{binds[@]}}" {shlex.quote(image)} "$@"')
 
 
@@ -149,7 +154,7 @@ class ApptainerRuntime(_ImageFile):
             nodes: tuple[Host, ...]) -> JobStep:
         first, image, command, env = cls._parts(point, placement, ctx)
         return JobStep(["bash", "-c", 'repro_in_apptainer "$@"', "repro_in_apptainer", *command], env,
-                       functions=(NODE_PATH_FUNCTION, apptainer_wrapper(image, first.dataset_dir)),
+                       functions=(NODE_PATH_FUNCTION, apptainer_wrapper(image, first.dataset_dir, ctx.nccl_dir)),
                        notes=(f"image: made once with `{cls.make_hint(str(ctx.image), image)}`",))
 
     def node_command(self, argv: list[str], host: Host) -> list[str]:

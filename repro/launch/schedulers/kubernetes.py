@@ -38,6 +38,7 @@ from repro.results.record import Settings
 from repro.results.redact import is_secret_name, redact_argv, redact_text
 
 POD_INTERFACE = "eth0"  # a pod's network interface (the CNI's veth inside the pod)
+POD_NCCL_DIR = "/tmp"  # every pod has it: NCCL makes no directory
 RESOURCES = {"trainjob": "trainjobs.trainer.kubeflow.org", "mpijob": "mpijobs.kubeflow.org"}
 
 
@@ -120,7 +121,10 @@ class Kubernetes(Scheduler):
                              hint="choose worker counts that are a multiple of the hosts' slots")
         procs = per_pod.pop()
         policy = policy_of(point)
-        env = run_env(ctx.stack_env, interface=POD_INTERFACE, gpu=ctx.gpu)
+        # NCCL's INFO lines to each pod's /tmp, out of the output the pod's log gives the parser; they go with the
+        # pod (not read back yet: a Kubernetes run's record has no `fabric`)
+        env = run_env(ctx.stack_env, interface=POD_INTERFACE, gpu=ctx.gpu,
+                      nccl_dir=POD_NCCL_DIR if ctx.nccl_dir else None)
         command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3",
                                                         data=CONTAINER_DATA if point.data == "real" else point.data)
         if policy == "mpi":

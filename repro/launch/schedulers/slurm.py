@@ -14,7 +14,10 @@ wait per point, which a site's backfill scheduler keeps short for small jobs.
 
 from __future__ import annotations
 
+import posixpath
+import shlex
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from repro.errors import InputError, LaunchError
@@ -81,12 +84,25 @@ class Slurm(Scheduler):
         """The point's job (pure): the script, where it goes and how it is submitted."""
         if self.site is None:
             raise LaunchError("the slurm scheduler was not configured with the site's settings")
+        job_name = f"repro-{ctx.run_id}"
+        # NCCL's files in the job's shared directory, beside its output, kept as it is; a container binds it at its
+        # own path, which must then be absolute (relative: to the submit directory, the ranks' working directory
+        # on the nodes but not in a container)
+        workdir, contained = self.site.workdir, RUNTIMES.get(runtime).needs_image
+        unbound = bool(ctx.nccl_dir) and contained and not posixpath.isabs(workdir)
+        ctx = replace(ctx, nccl_dir=None if unbound or not ctx.nccl_dir else f"{workdir}/{job_name}.nccl")
         step = RUNTIMES.get(runtime).job(point, placement, ctx, self.nodes)
+        if unbound:
+            step = replace(step, notes=(*step.notes, "NCCL's INFO lines are not kept: a container binds only an "
+                                        f"absolute repro_slurm_workdir, not {workdir}"))
+        nccl_dir = ctx.nccl_dir if "NCCL_DEBUG_FILE" in step.env else None  # a runtime that cannot bind it: none
+        if nccl_dir:
+            step = replace(step, setup=(f"mkdir -p {shlex.quote(nccl_dir)}  # NCCL makes no directory",
+                                        *step.setup))
         shape = allocation(placement, self.site.pmi)
         first = placement[0].host
         batch = LAUNCHERS.get(ctx.launcher).batch_argv(shape, step.command, list(step.env), interface=first.interface)
         launch = render.launch_argv(batch, step)
-        job_name = f"repro-{ctx.run_id}"
         script = render.render(point, step, launch, runtime=runtime, launcher=ctx.launcher, site=self.site,
                                allocation=shape, job_name=job_name,
                                time_limit=self.site.time_limit or minutes(self.timeout))
@@ -96,7 +112,7 @@ class Slurm(Scheduler):
         secrets = {k: v for k, v in step.env.items() if is_secret_name(k)}
         return render.BatchPlan(point, placement, runtime, ctx.launcher, step.env, launch, submit, script=script,
                                 script_path=path, submit_argv=submit, submit_env=secrets, job_name=job_name,
-                                site=self.site, allocation=shape)
+                                site=self.site, allocation=shape, nccl_dir=nccl_dir)
 
     def prepare(self, runtime: Runtime, hosts: list[Host], *, backend: str, keep_facts: Callable[[str, HostFacts], Any],
                 launcher: str, progress: Callable[[str], None]) -> RuntimeReport:

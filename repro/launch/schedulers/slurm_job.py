@@ -11,6 +11,7 @@ from collections.abc import Callable
 from repro.errors import HostError, LaunchError
 from repro.hosts.inventory import Host
 from repro.launch import diagnose
+from repro.launch.nccl_files import joined, read_argv
 from repro.launch.placement import Placement
 from repro.launch.runtimes import JobInterrupted, Outcome
 from repro.launch.runtimes.watch import PROGRESS_PREFIX
@@ -228,8 +229,9 @@ def run_job(plan: BatchPlan, hosts: dict[str, Host], version: str | None, plugin
                            job=job, placement=placed(plan.placement, nodes, hosts))
         base = f"{plan.site.workdir}/{plan.job_name}-{follow.job_id}"
         stdout, stderr = client.read(f"{base}.out"), client.read(f"{base}.err")
+        nccl_log = joined([client.run(read_argv(plan.nccl_dir), timeout=120).stdout]) if plan.nccl_dir else None
         job, nodes = record(fields, f"{stderr}\n{stdout}")
         where = placed(plan.placement, nodes, hosts)
         why = failure(fields, job.detail.failed_nodes, stdout, stderr, where, plan.launcher_name)
         return Outcome(stdout, stderr, returncode(job.detail.exit_code), time.monotonic() - started, why, job=job,
-                       placement=where)
+                       placement=where, nccl_log=nccl_log)
