@@ -68,6 +68,11 @@ class PyTorch(Framework):
                     "torch build"]
         return []
 
+    def show(self, stack: Any) -> dict:
+        from repro.manifest.compat_torch import bundled
+
+        return {"bundled": bundled(stack)}
+
     def auto_backend(self, gpu: bool) -> str | None:
         return auto_backend(gpu)
 

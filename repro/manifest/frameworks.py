@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # Every part a framework plug-in supplies (attributes and methods of Framework).
 PARTS = ("name", "title", "section", "distributions", "version_keys", "default_workload", "gpu_libraries", "derived",
          "compat_module", "comm_library", "backends", "default_launcher", "kube_policy", "compile_meaning",
-         "horovod_variable", "derive", "found", "software", "mismatches", "backend_mismatches", "auto_backend",
+         "horovod_variable", "derive", "found", "software", "mismatches", "backend_mismatches", "show", "auto_backend",
          "image_blocks")
 
 
@@ -64,6 +64,10 @@ class Framework:
     def backend_mismatches(self, sw: Any, backend: str | None) -> list[str]:
         """The communication backend a point runs, missing from what was found (none by default)."""
         return []
+
+    def show(self, stack: Any) -> dict:
+        """What `repro show` adds for a stack of this framework (PyTorch: what its wheel bundles)."""
+        return {}
 
     def auto_backend(self, gpu: bool) -> str | None:
         """The communication backend `auto` means on a GPU (or CPU) stack; None: Horovod's controller decides."""
