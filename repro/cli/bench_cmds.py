@@ -11,8 +11,8 @@ import argparse
 
 from repro.formats import FORMATS
 from repro.inputs import count_argument, finite_number, path_argument, positive_seconds
+from repro.pipeline import DEFAULT_REPEATS
 
-DEFAULT_REPEATS = 3  # run-to-run variation is the dominant noise on shared machines: measure it
 DEFAULT_MAX_PAIRS = 30
 _UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 

@@ -168,14 +168,14 @@ def cmd_up(args: argparse.Namespace) -> int:
 def _summary(result) -> None:
     lock, o = result.lock, result.outcome
     v = lock.versions
-    flags = [k for k in ("tensorflow", "mpi", "gloo", "nccl") if lock.horovod_build.get(k)]
-    names = {"tensorflow": "TensorFlow", "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
+    names = {**result.framework_titles, "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
+    flags = [k for k in names if lock.horovod_build.get(k)]
     how = f"built in {o.seconds:.0f} s" if o.built else "already built (no build)"
     print(f"stack {result.plan.stack} ({result.plan.stack_hash}): image {o.tag}")
     print(f"  id {o.image_id}, {how}, {'verified' if result.verified else 'verified earlier'}")
     print(f"  lock {result.lock_path}")
-    found = ", ".join(f"{k} {v[k]}" for k in ("os", "python", "tensorflow", "torch", "torch_cuda", "torch_backends",
-                                               "horovod", "mpi", "cuda", "cudnn", "nccl", "ofed") if v.get(k))
+    found = ", ".join(f"{k} {v[k]}" for k in ("os", "python", *result.framework_keys, "horovod", "mpi", "cuda",
+                                               "cudnn", "nccl", "ofed") if v.get(k))
     hvd = f"; Horovod built with {', '.join(names[f] for f in flags) or 'nothing'}" if v.get("horovod") else ""
     print(f"  found {found}{hvd}")
     print(f"  sshd on port {lock.sshd.port}, {len(lock.sshd.host_keys)} host keys in the lock")

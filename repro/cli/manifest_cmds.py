@@ -115,7 +115,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from repro.cli.output import tree_text, write
     from repro.manifest import load_stack
     from repro.manifest.compat import check
-    from repro.manifest.compat_torch import bundled
+    from repro.pipeline.software import framework_show
     from repro.results.redact import redact_tree
 
     loaded = load_stack(args.stack)
@@ -127,7 +127,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "image_hash": loaded.image_hash,
         "gpu": loaded.stack.gpu,
         "stack": loaded.stack.model_dump(mode="json"),
-        **({"bundled": bundled(loaded.stack)} if loaded.stack.pytorch else {}),
+        **framework_show(loaded.stack),
         "findings": [f.as_dict() for f in check(loaded)],
     })
     write(tree_text(data, args.format))

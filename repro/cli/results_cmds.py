@@ -199,6 +199,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     import yaml
 
+    from repro.pipeline.software import software_line
     from repro.results.index import summarize
     from repro.results.metrics import with_figure
     from repro.results.store import Store
@@ -222,8 +223,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if record.image is not None:
         print(f"{'image:':16}{record.image.tag} ({record.image.image_id})")
     for host, sw in record.host_software.items():
-        print(f"{'software:':16}{host}: python {sw.python}, tensorflow {sw.tensorflow}, horovod {sw.horovod}, "
-              f"{sw.mpi}")
+        print(f"{'software:':16}{host}: {software_line(sw)}")
     if record.command:
         print(f"{'command:':16}{shlex.join(record.command)}")
     if record.conditions is not None:

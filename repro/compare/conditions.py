@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from repro.results import DEFAULT_REPEATS, metrics, stats, steady
 from repro.results import conditions as cond
-from repro.results import metrics, stats, steady
 from repro.results.record import RunRecord, Settings
 
 UNSTABLE_SD = 0.10  # sd of the log figures of a side's runs (pyperf warns above 10% too)
@@ -248,9 +248,10 @@ def interleave_command(old: Sequence[RunRecord], new: Sequence[RunRecord], *, st
         argv += ["--hosts", "INVENTORY"]
     if len(runtimes) == 1:
         argv += ["--runtime", runtimes.pop()]
-    repeats = max((r.sweep.repeat + 1 for r in measured if r.sweep is not None), default=3)
+    repeats = max((r.sweep.repeat + 1 for r in measured if r.sweep is not None), default=DEFAULT_REPEATS)
     # one point: pairs until the sequential rule decides; several: a fixed number of interleaved repeats
-    argv += [*_flag_values(points), *(["--until-verdict"] if len(points) == 1 else ["--repeats", str(max(3, repeats))])]
+    more = ["--until-verdict"] if len(points) == 1 else ["--repeats", str(max(DEFAULT_REPEATS, repeats))]
+    argv += [*_flag_values(points), *more]
     if store:
         argv += ["--store", store]
     return shlex.join(argv)

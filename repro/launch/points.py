@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from repro.errors import InputError
 from repro.launch.workloads import WORKLOADS, Workload
+from repro.manifest.frameworks import FRAMEWORKS
 from repro.manifest.schema import Stack
 from repro.results.record import Settings
 from repro.workloads.spec import Option
@@ -133,12 +134,15 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Settings]:
     one = {k: v[0] for k, v in values.items() if k not in ("model", "batch_per_worker", "precision", "xla",
                                                            "threads")}
     out: list[Settings] = []
-    # Horovod's controllers; a PyTorch workload has none (its torch.distributed backend is its own option)
-    if workload.spec.framework == "pytorch" and spec.backends_given:
-        raise InputError(f"--backends {','.join(spec.backends)}: chooses Horovod's controller, which the PyTorch "
-                         f"workload {workload.spec.name} does not use",
-                         hint="choose its torch.distributed backend with --dist-backend gloo, nccl or mpi")
-    controllers: tuple[str | None, ...] = spec.backends if workload.spec.framework != "pytorch" else (None,)
+    # Horovod's controllers; a workload of a framework with its own library has none (its backend is its option)
+    framework = FRAMEWORKS.get(workload.spec.framework) if workload.spec.framework else None
+    own_comm = framework is not None and framework.comm_library != "horovod"
+    if own_comm and spec.backends_given:
+        raise InputError(f"--backends {','.join(spec.backends)}: chooses Horovod's controller, which the "
+                         f"{framework.title} workload {workload.spec.name} does not use",
+                         hint=f"choose its {framework.comm_library} backend with --dist-backend "
+                         f"{', '.join(framework.backends[:-1])} or {framework.backends[-1]}")
+    controllers: tuple[str | None, ...] = spec.backends if not own_comm else (None,)
     grid = itertools.product(values.get("model", (None,)), values.get("batch_per_worker", (None,)),
                              values.get("precision", (None,)), values.get("xla", (None,)),
                              values.get("threads", (None,)), controllers, sorted(set(spec.workers)))

@@ -6,13 +6,15 @@ deprecated) or a note, with the reason and the public source it rests on.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator
 
-from repro.manifest import compat_torch  # noqa: F401  (registers PyTorch's rules)
+from repro.manifest import frameworks
 from repro.manifest.findings import (  # noqa: F401  (re-exported: compat is where callers look)
     ERROR,
     NOTE,
+    RULE_FRAMEWORK,
     RULES,
     SEVERITIES,
     WARNING,
@@ -24,16 +26,15 @@ from repro.manifest.findings import (  # noqa: F401  (re-exported: compat is whe
     rule,
     table,
 )
+from repro.manifest.frameworks import FRAMEWORKS
 from repro.manifest.loader import FieldPath
 from repro.manifest.resolve import LoadedStack
 from repro.manifest.schema import Stack
 from repro.manifest.versions import at_least, in_any_line, in_release_line, major_minor, parse_version
 
 
-@rule
+@rule(framework="tensorflow")
 def tensorflow_python(s: Stack) -> Iterator[Finding]:
-    if s.tensorflow is None:
-        return
     tf = s.tensorflow.version
     row = _row(table()["tensorflow_builds"], "tf", tf)
     if row is None:
@@ -46,9 +47,9 @@ def tensorflow_python(s: Stack) -> Iterator[Finding]:
                  f"there is no official wheel for Python {s.python}", ("python",), row["source"])
 
 
-@rule
+@rule(framework="tensorflow")
 def tensorflow_cuda(s: Stack) -> Iterator[Finding]:
-    if not s.gpu or not s.cuda or s.tensorflow is None:
+    if not s.gpu or not s.cuda:
         return
     tf = s.tensorflow.version
     row = _row(table()["tensorflow_builds"], "tf", tf)
@@ -178,9 +179,9 @@ def _horovod_tf_fixes(s: Stack) -> Iterator[Finding]:
             return
 
 
-@rule
+@rule(framework="tensorflow")
 def horovod_tensorflow(s: Stack) -> Iterator[Finding]:
-    if s.horovod is None or s.tensorflow is None:
+    if s.horovod is None:
         return
     row = _horovod_row(s)
     hv, tf = s.horovod.version, s.tensorflow.version
@@ -216,11 +217,9 @@ def horovod_tensorflow(s: Stack) -> Iterator[Finding]:
                  f"TensorFlow {tf} is untested with it{note}", ("tensorflow", "version"), row["source"])
 
 
-@rule
+@rule(framework="tensorflow")
 def tensorflow_package(s: Stack) -> Iterator[Finding]:
     """The pip package (as written or derived) exists for this TensorFlow and, on a GPU stack, uses the GPU."""
-    if s.tensorflow is None:
-        return
     package, tf = (s.tensorflow.package or "").split("[")[0].lower().replace("_", "-"), s.tensorflow.version
     for row in table()["tensorflow_packages"]:
         if row["package"] != package:
@@ -415,19 +414,30 @@ def distro_python(s: Stack) -> Iterator[Finding]:
                  "no longer support it", ("python",), "horovod_tags")
 
 
-# A derived field is not in the file: point at what it was derived from.
-DERIVED_FROM: dict[FieldPath, FieldPath] = {("base_image",): ("cuda",), ("tensorflow", "package"): ("tensorflow",),
-                                           ("pytorch", "package"): ("pytorch",), ("pytorch", "variant"): ("pytorch",)}
+def derived_from(path: FieldPath) -> FieldPath | None:
+    """A derived field is not in the file: the field it was derived from (a framework's derived fields: its
+    section), or None for a field that is not derived."""
+    if path == ("base_image",):
+        return ("cuda",)
+    if len(path) == 2 and path[0] in FRAMEWORKS and path[1] in FRAMEWORKS.get(path[0]).derived:
+        return path[:1]
+    return None
 
 
 def check(loaded: LoadedStack) -> list[Finding]:
     """Every compatibility finding for a stack, located in its manifest files, errors first."""
+    framework = frameworks.of(loaded.stack)
+    if framework.compat_module:  # the framework's own rules register themselves when imported
+        importlib.import_module(framework.compat_module)
+    mine = [fn for fn in RULES if RULE_FRAMEWORK.get(fn, framework.name) == framework.name]
+    # a plug-in's own module's rules first (as when compat imported PyTorch's): the order findings are listed in
+    mine.sort(key=lambda fn: fn.__module__ == __name__)
     out: list[Finding] = []
-    for fn in RULES:
+    for fn in mine:
         for finding in fn(loaded.stack):
             path = finding.path
-            if path not in loaded.keys and path in DERIVED_FROM:
-                path = DERIVED_FROM[path]
+            if path not in loaded.keys and derived_from(path) is not None:
+                path = derived_from(path)
             out.append(Finding(finding.severity, finding.rule, finding.message, finding.path, finding.source,
                                loaded.where(path)))
     order = {sev: i for i, sev in enumerate(SEVERITIES)}

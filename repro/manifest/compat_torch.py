@@ -1,6 +1,7 @@
 """Compatibility rules of PyTorch stacks: PyTorch <-> Python <-> CUDA variant <-> cuDNN <-> NCCL <-> driver, and
-Horovod on PyTorch (pure). Registered into repro.manifest.compat's rule list; the facts live in compat.yaml
-(torch_builds, torch_nccl_unverified, torch_index, torch_debian, horovod_torch), each row with its source.
+Horovod on PyTorch (pure). Registered into repro.manifest.compat's rule list for PyTorch stacks (the pytorch
+plug-in's compat_module); the facts live in compat.yaml (torch_builds, torch_nccl_unverified, torch_index,
+torch_debian, horovod_torch), each row with its source.
 
 A PyTorch CUDA wheel brings its own CUDA runtime, cuDNN and NCCL (the nvidia-*-cu* pip packages it depends
 on): what the wheel bundles is what PyTorch uses, and the host only needs a driver new enough for the
@@ -26,7 +27,7 @@ def variant_cuda(variant: str | None) -> str | None:
 
 
 def _torch_row(s: Stack) -> dict | None:
-    return _row(table()["torch_builds"], "torch", s.pytorch.version) if s.pytorch else None
+    return _row(table()["torch_builds"], "torch", s.pytorch.version)
 
 
 def bundled(stack: Stack) -> dict[str, Any]:
@@ -49,9 +50,9 @@ def bundled(stack: Stack) -> dict[str, Any]:
     return out
 
 
-@rule
+@rule(framework="pytorch")
 def torch_known(s: Stack) -> Iterator[Finding]:
-    if s.pytorch is None or s.pytorch.source == "debian":
+    if s.pytorch.source == "debian":
         return
     row = _torch_row(s)
     if row is None:
@@ -63,10 +64,10 @@ def torch_known(s: Stack) -> Iterator[Finding]:
                  f"there is no wheel for Python {s.python}", ("python",), row["source"])
 
 
-@rule
+@rule(framework="pytorch")
 def torch_debian(s: Stack) -> Iterator[Finding]:
     p = s.pytorch
-    if p is None or p.source != "debian":
+    if p.source != "debian":
         return
     key = f"{s.os.distro}{s.os.version}"
     row = next((r for r in table()["torch_debian"] if r["os"] == key), None)
@@ -81,10 +82,10 @@ def torch_debian(s: Stack) -> Iterator[Finding]:
                  "with a CUDA variant", ("pytorch", "source"), "distro_packages")
 
 
-@rule
+@rule(framework="pytorch")
 def torch_variant(s: Stack) -> Iterator[Finding]:
     p = s.pytorch
-    if p is None or p.source != "pip":
+    if p.source != "pip":
         return
     cuda = variant_cuda(p.variant)
     if s.gpu and cuda is None:
@@ -117,10 +118,10 @@ def torch_variant(s: Stack) -> Iterator[Finding]:
                  ("pytorch",), index["source"])
 
 
-@rule
+@rule(framework="pytorch")
 def torch_driver(s: Stack) -> Iterator[Finding]:
     """The driver must run the CUDA the wheel brings (its variant), not only the image's toolkit."""
-    cuda = variant_cuda(s.pytorch.variant) if s.pytorch else None
+    cuda = variant_cuda(s.pytorch.variant)
     if cuda is None or not s.driver:
         return
     family = next((r for r in table()["cuda_minor_compat"] if r["major"] == parse_version(cuda)[0]), None)
@@ -135,7 +136,7 @@ def torch_driver(s: Stack) -> Iterator[Finding]:
                  f"{s.pytorch.variant} wheel through minor version compatibility", ("driver",), "cuda_minor_compat")
 
 
-@rule
+@rule(framework="pytorch")
 def torch_libraries(s: Stack) -> Iterator[Finding]:
     """A pinned cuDNN or NCCL on a PyTorch stack is a system library; PyTorch uses the ones its wheel brings."""
     have = bundled(s)
@@ -149,10 +150,10 @@ def torch_libraries(s: Stack) -> Iterator[Finding]:
                  "only the image's system library", (name,), have.get("source", "torch_release"))
 
 
-@rule
+@rule(framework="pytorch")
 def horovod_torch(s: Stack) -> Iterator[Finding]:
     h, p = s.horovod, s.pytorch
-    if h is None or p is None:
+    if h is None:
         return
     if h.commit:
         yield _f(WARNING, "horovod-commit", f"Horovod from commit {h.commit[:12]} is unreleased; repro verified "

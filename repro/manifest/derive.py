@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from packaging.version import Version
-
+from repro.manifest import frameworks
 from repro.manifest.schema import Stack
 
 
@@ -33,42 +32,12 @@ def base_image(stack: Stack) -> str:
     return f"{stack.os.distro}:{stack.os.version}"
 
 
-def tensorflow_package(stack: Stack) -> str:
-    """pip package: tensorflow-gpu for GPU TF 1.x, tensorflow for GPU 2.x, tensorflow-cpu from 2.1 on CPU."""
-    if stack.tensorflow.package:
-        return stack.tensorflow.package
-    tf = Version(stack.tensorflow.version)
-    if stack.gpu:
-        return "tensorflow-gpu" if tf < Version("2.0") else "tensorflow"
-    return "tensorflow-cpu" if tf >= Version("2.1") else "tensorflow"
-
-
-def torch_variant(stack: Stack) -> str:
-    """The PyTorch wheel's build: cpu on a CPU stack, cu<major><minor> from the stack's CUDA (12.4 -> cu124)."""
-    if stack.pytorch is not None and stack.pytorch.variant:
-        return stack.pytorch.variant
-    if not stack.cuda:
-        return "cpu"
-    major, minor = [*stack.cuda.split("."), "0"][:2]
-    return f"cu{major}{minor}"
-
-
-def torch_package(stack: Stack) -> str:
-    """The package PyTorch comes from: torch from pip, python3-torch from Debian's archive."""
-    if stack.pytorch is not None and stack.pytorch.package:
-        return stack.pytorch.package
-    return "python3-torch" if stack.pytorch is not None and stack.pytorch.source == "debian" else "torch"
-
-
 def derive(stack: Stack) -> Stack:
     """Fill every derived field; a field the manifest sets is kept as written."""
     bench = stack.benchmark
     if bench.data_format is None:
         bench = bench.model_copy(update={"data_format": "NCHW" if stack.gpu else "NHWC"})
     update: dict = {"base_image": base_image(stack), "benchmark": bench}
-    if stack.tensorflow is not None:
-        update["tensorflow"] = stack.tensorflow.model_copy(update={"package": tensorflow_package(stack)})
-    if stack.pytorch is not None:
-        update["pytorch"] = stack.pytorch.model_copy(update={"package": torch_package(stack),
-                                                             "variant": torch_variant(stack)})
+    framework = frameworks.of(stack)  # its section's derived fields are the framework's own
+    update[framework.name] = framework.derive(stack)
     return stack.model_copy(update=update)

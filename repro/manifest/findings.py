@@ -90,11 +90,20 @@ def _rows_within(rows: list[dict], key: str, version: str) -> list[dict]:
 
 Rule = Callable[[Stack], Iterator[Finding]]
 RULES: list[Rule] = []
+RULE_FRAMEWORK: dict[Rule, str] = {}  # rules that check one framework's stacks only (a plug-in's compat_module)
 
 
-def rule(fn: Rule) -> Rule:
-    RULES.append(fn)
-    return fn
+def rule(fn: Rule | None = None, *, framework: str | None = None) -> Callable:
+    """Register a compatibility rule (`@rule`), or one that runs on stacks of one framework only
+    (`@rule(framework="pytorch")`)."""
+
+    def add(f: Rule) -> Rule:
+        RULES.append(f)
+        if framework is not None:
+            RULE_FRAMEWORK[f] = framework
+        return f
+
+    return add(fn) if fn is not None else add
 
 
 def _f(severity: str, rule_id: str, message: str, path: FieldPath, source: str = "") -> Finding:

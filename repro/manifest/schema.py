@@ -24,6 +24,8 @@ from pydantic_core import PydanticCustomError
 
 from repro import inputs
 from repro.inputs import Kind
+from repro.manifest import frameworks
+from repro.manifest.frameworks import FRAMEWORKS
 from repro.workloads import catalog
 
 MAX_BATCH = 1 << 20
@@ -67,7 +69,6 @@ Description = _text(inputs.DESCRIPTION)
 # The built-in workloads, from their one list (plain data: importing it imports no workload program). A
 # workload's models and framework come from its spec, imported when a stack names the workload.
 WorkloadName = Literal[tuple(catalog.BUILTIN)]  # type: ignore[valid-type]
-FRAMEWORKS = ("tensorflow", "pytorch")
 
 
 class _KnownModel:
@@ -260,27 +261,31 @@ class Stack(_Model):
 
     @property
     def framework(self) -> str:
-        """'tensorflow' or 'pytorch': the one framework the stack pins."""
-        return "pytorch" if self.pytorch is not None else "tensorflow"
+        """The name of the one framework the stack pins (its plug-in: repro.manifest.frameworks.of)."""
+        return frameworks.of(self).name
 
     @model_validator(mode="before")
     @classmethod
     def _framework_default_workload(cls, data: object) -> object:
-        # benchmark.workload defaults to cnn (TensorFlow); a PyTorch stack's default is its counterpart
-        if isinstance(data, dict) and data.get("pytorch") is not None and data.get("tensorflow") is None:
+        # benchmark.workload defaults to the pinned framework's own default (cnn for TensorFlow)
+        if isinstance(data, dict):
+            named = [n for n in FRAMEWORKS.names() if data.get(n) is not None]
             bench = data.get("benchmark")
-            if bench is None or (isinstance(bench, dict) and "workload" not in bench):
-                data = {**data, "benchmark": {**(bench or {}), "workload": "torch_cnn"}}
+            if len(named) == 1 and (bench is None or (isinstance(bench, dict) and "workload" not in bench)):
+                default = FRAMEWORKS.get(named[0]).default_workload
+                if default != Benchmark.model_fields["workload"].default:
+                    data = {**data, "benchmark": {**(bench or {}), "workload": default}}
         return data
 
     @model_validator(mode="after")
     def _one_framework(self) -> Stack:
-        pinned = [name for name in FRAMEWORKS if getattr(self, name) is not None]
+        pinned = frameworks.pinned(self)
         if len(pinned) != 1:
             extra = " (a stack that extends another drops the inherited one with `tensorflow: null`)" if pinned else ""
             raise PydanticCustomError(
-                "framework", "a stack pins exactly one framework, tensorflow or pytorch; found {found}" + extra,
-                {"found": " and ".join(pinned) or "neither", "fields": pinned})
+                "framework", "a stack pins exactly one framework, {known}; found {found}" + extra,
+                {"found": " and ".join(pinned) or "neither", "fields": pinned,
+                 "known": " or ".join(FRAMEWORKS.names())})
         wants = catalog.spec_of(self.benchmark.workload).framework
         if wants is not None and wants != pinned[0]:
             raise PydanticCustomError(
@@ -305,7 +310,7 @@ class Stack(_Model):
                 )
         else:
             # a PyTorch wheel brings its own cuDNN and NCCL: pinning the image's system copies is optional there
-            required = ("driver",) if self.pytorch is not None else ("driver", "cudnn", "nccl")
+            required = ("driver", *frameworks.of(self).gpu_libraries)
             missing = [k for k in required if getattr(self, k) is None]
             if missing:
                 raise PydanticCustomError(

@@ -12,6 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from repro.manifest import frameworks
+from repro.manifest.frameworks import FRAMEWORKS
+
 Where = Literal["image", "host"]
 
 
@@ -108,18 +111,7 @@ def _versions(stack, sw: Software, where: Where) -> list[str]:
 
     # a host's python only has to match the release line (3.11 for 3.11.2); an image's likewise
     version("python", ".".join(stack.python.split(".")[:2]) if where == "host" else stack.python, sw.python)
-    if stack.tensorflow is not None:
-        version("tensorflow", stack.tensorflow.version, sw.tensorflow, sw.tensorflow_error)
-        if sw.tensorflow and sw.tensorflow_error and not stack.gpu:
-            out.append(f"tensorflow: pinned {stack.tensorflow.version}, found it does not import "
-                       f"({sw.tensorflow_error[:200]})")
-        pinned_package = stack.tensorflow.package if stack.tensorflow.build == "binary" else None
-        if where == "image" and pinned_package and normal_name(pinned_package) not in sw.packages:
-            others = [f"{k}=={x}" for k, x in sw.packages.items()
-                      if k in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel")]
-            out.append(f"tensorflow package: pinned {pinned_package}, found {', '.join(others) or 'none'}")
-    if stack.pytorch is not None:
-        out += _torch(stack, sw, where)
+    out += frameworks.of(stack).mismatches(stack, sw, where, None)
     if stack.horovod is not None:
         version("horovod", stack.horovod.version, sw.horovod, sw.horovod_error)
     found_impl, _, found_mpi = (sw.mpi or "").partition(" ")
@@ -134,38 +126,15 @@ def _versions(stack, sw: Software, where: Where) -> list[str]:
     return out
 
 
-def _torch(stack, sw: Software, where: Where) -> list[str]:
-    """A PyTorch stack against what torch itself reports: its version, its build (variant) and, in an image,
-    the package it came from."""
-    p = stack.pytorch
-    if not same(p.version, sw.torch):
-        why = f"none ({sw.torch_error})" if sw.torch is None and sw.torch_error else sw.torch or "none"
-        return [f"torch: pinned {p.version}, found {why}"]
-    out: list[str] = []
-    label = (sw.torch or "").partition("+")[2]
-    found_build = f"CUDA {sw.torch_cuda}" if sw.torch_cuda else "a CPU build"
-    if p.variant == "cpu" and sw.torch_cuda:
-        out.append(f"torch variant: pinned cpu, found {found_build} ({sw.torch})")
-    elif p.variant and p.variant.startswith("cu"):
-        want = f"{p.variant[2:-1]}.{p.variant[-1]}"
-        if not sw.torch_cuda or not same(want, sw.torch_cuda):
-            out.append(f"torch variant: pinned {p.variant} (CUDA {want}), found {found_build} ({sw.torch})")
-    elif label and p.variant and label != p.variant and not label.startswith("git"):
-        out.append(f"torch variant: pinned {p.variant}, found {sw.torch}")
-    if where == "image" and p.source == "pip" and sw.packages and normal_name(p.package or "torch") not in sw.packages:
-        out.append(f"torch package: pinned {p.package or 'torch'} (pip), found it not installed by pip")
-    return out
-
-
 def _horovod_build(stack, sw: Software, where: Where, backend: str | None) -> list[str]:
     if sw.horovod is None or stack.horovod is None:
         return []
     out: list[str] = []
     flags = sw.horovod_built
-    framework = stack.framework
-    name = {"tensorflow": "TensorFlow", "pytorch": "PyTorch"}[framework]
-    if where == "image" and flags.get(framework) is not True:
-        out.append(f"horovod {framework}: pinned built in, found {_built(flags.get(framework), name)}")
+    framework = frameworks.of(stack)
+    if where == "image" and flags.get(framework.name) is not True:
+        found = _built(flags.get(framework.name), framework.title)
+        out.append(f"horovod {framework.name}: pinned built in, found {found}")
     names = {"mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
     if where == "image":  # the image must be built exactly as pinned
         for key, pinned in (("mpi", stack.horovod.with_mpi), ("gloo", stack.horovod.with_gloo)):
@@ -194,9 +163,7 @@ def mismatches(stack, sw: Software, *, where: Where, backend: str | None = None)
             out.append(f"os: pinned {want}, found {sw.os or 'no /etc/os-release'}")
     out += _versions(stack, sw, where)
     out += _horovod_build(stack, sw, where, backend)
-    if stack.pytorch is not None and backend in ("gloo", "mpi", "nccl") and sw.torch_backends.get(backend) is False:
-        out.append(f"torch.distributed {backend}: needed by --dist-backend {backend}, found not available in this "
-                   "torch build")
+    out += frameworks.of(stack).backend_mismatches(sw, backend)
     if where == "image":
         if sw.sshd_port != stack.container.ssh_port:
             out.append(f"sshd port: pinned {stack.container.ssh_port}, found {sw.sshd_port or 'none'}")
@@ -216,8 +183,21 @@ def from_host_probe(found: dict) -> Software:
     return Software(
         os=found.get("os") if isinstance(found.get("os"), str) else None,
         driver=found.get("driver") if isinstance(found.get("driver"), str) else None,
-        python=found.get("python"), executable=found.get("executable"), tensorflow=found.get("tensorflow"),
-        tensorflow_error=found.get("tensorflow_error"), horovod=found.get("horovod"),
+        python=found.get("python"), executable=found.get("executable"), horovod=found.get("horovod"),
         horovod_error=found.get("horovod_error"),
         horovod_built={k: (None if v is None else bool(v)) for k, v in built.items()}, mpi=mpi,
-        mpi_error=found.get("mpi_error"), **torch_fields(found.get("torch")))
+        mpi_error=found.get("mpi_error"), **framework_fields(found))
+
+
+def framework_fields(found: dict) -> dict:
+    """Every registered framework's part of a probe, as Software fields."""
+    out: dict = {}
+    for _, framework in FRAMEWORKS.items():
+        out.update(framework.software(found))
+    return out
+
+
+def framework_found(sw: Software) -> dict[str, str | None]:
+    """{framework: version found} for the frameworks found (the first registered, with None, when none was)."""
+    found = {name: f.found(sw)[0] for name, f in FRAMEWORKS.items()}
+    return {k: v for k, v in found.items() if v} or {next(iter(found)): None}

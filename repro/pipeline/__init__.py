@@ -8,3 +8,5 @@
 The CLI parses arguments, calls one of these and renders what it returns. Stage modules own their
 values, pure logic and adapters; they never drive other stages.
 """
+
+from repro.results import DEFAULT_REPEATS  # noqa: F401  (the CLI's default; compare's suggested commands use it too)

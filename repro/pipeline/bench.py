@@ -32,6 +32,7 @@ from repro.launch.points import SweepSpec, expand, point_key, sweep_id
 from repro.launch.runtimes import RUNTIMES, JobInterrupted, Outcome, Runtime, RuntimeReport, create
 from repro.launch.schedulers import SCHEDULERS, Scheduler, given_options, options_of
 from repro.manifest import LoadedStack
+from repro.manifest.frameworks import FRAMEWORKS, Framework
 from repro.pipeline.gate import admit
 from repro.pipeline.stage import safe_call
 from repro.results import steady
@@ -146,8 +147,9 @@ class Sweep:
         """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
         if options.launcher or self.scheduler.launcher:
             return options.launcher or self.scheduler.launcher  # type: ignore[return-value]
-        return "torchrun" if point.backend is None and _framework(point.workload) == "pytorch" else for_backend(
-            point.backend)
+        framework = _framework(point.workload)
+        own = framework.default_launcher if framework is not None and point.backend is None else None
+        return own or for_backend(point.backend)
 
     def plan(self, point: Settings, ctx: PlanContext) -> LaunchPlan:
         """A point's plan, as the scheduler makes it (a batch job's script; by default the runtime's, pure)."""
@@ -199,18 +201,22 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
     return sweep
 
 
-def _framework(workload: str) -> str | None:
+def _framework(workload: str) -> Framework | None:
+    """The plug-in of the framework a workload runs on (None: the workload needs none)."""
     from repro.launch.workloads import WORKLOADS
 
-    return WORKLOADS.get(workload).spec.framework
+    name = WORKLOADS.get(workload).spec.framework
+    return FRAMEWORKS.get(name) if name else None
 
 
 def runtime_backend(point: Settings, spec: SweepSpec, loaded: LoadedStack) -> str:
-    """What the runtime checks the hosts for: Horovod's controller, or a PyTorch workload's torch.distributed backend
-    (its `auto`: nccl on a GPU stack, gloo otherwise)."""
-    if _framework(point.workload) == "pytorch":
+    """What the runtime checks the hosts for: Horovod's controller, or the backend of a framework's own
+    communication library (a workload's dist_backend; `auto` is the framework's rule for the stack)."""
+    framework = _framework(point.workload)
+    auto = framework.auto_backend(loaded.stack.gpu) if framework is not None else None
+    if auto is not None:
         chosen = str(point.extra.get("dist_backend") or "auto")
-        return chosen if chosen != "auto" else ("nccl" if loaded.stack.gpu else "gloo")
+        return chosen if chosen != "auto" else auto
     return spec.backends[0] if spec.backends else "mpi"
 
 

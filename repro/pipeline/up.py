@@ -13,6 +13,7 @@ from repro.image.build import BuildOptions, BuildOutcome, BuildPlan, build, plan
 from repro.image.engine import EngineSource, engine, image_id
 from repro.image.lock import make_lock
 from repro.manifest import LoadedStack
+from repro.manifest.frameworks import FRAMEWORKS
 from repro.results.provenance import ImageLock
 from repro.results.store import Store
 
@@ -33,6 +34,16 @@ class UpResult:
     @property
     def failed_hosts(self) -> tuple[str, ...]:
         return tuple(r.host for r in self.shipping if r.status == "failed")
+
+    @property
+    def framework_titles(self) -> dict[str, str]:
+        """{name: title} of every registered framework (Horovod's build flags name them)."""
+        return {name: f.title for name, f in FRAMEWORKS.items()}
+
+    @property
+    def framework_keys(self) -> tuple[str, ...]:
+        """The lock's version keys the frameworks own (tensorflow; torch, torch_cuda, torch_backends)."""
+        return tuple(k for _, f in FRAMEWORKS.items() for k in f.version_keys)
 
 
 def up(loaded: LoadedStack, *, store: Store, options: BuildOptions | None = None,

@@ -23,6 +23,7 @@ from typing import Any
 from . import _common as common
 from . import _torch, allreduce, timing
 from ._common import WorkloadError, run_main
+from .comm import resolve_backend
 from .spec import ArgumentParser, Option, WorkloadSpec
 
 MIN_EXP, MAX_EXP, NUM, ITERATIONS, WARMUP = 0.0, 8.0, 80, 100, 5  # MLBench task 0.a
@@ -93,7 +94,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     import torch
 
-    backend = args.dist_backend if args.dist_backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
+    backend = resolve_backend(args.dist_backend, torch.cuda.is_available())
     where = tensor_device(args.device, backend)
     world, device = _torch.start(backend, args.intra_threads, args.inter_threads, gpu=where == "cuda")
     import torch.distributed as dist

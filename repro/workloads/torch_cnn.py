@@ -24,6 +24,7 @@ from . import _torch, timing
 from . import torch_models as models
 from ._common import WorkloadError, run_main
 from .cnn import throughput_metrics
+from .comm import resolve_backend
 from .spec import ArgumentParser, Option, WorkloadSpec
 
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -91,10 +92,8 @@ def resolve_settings(args: Any) -> dict[str, Any]:
 
 
 def backend_for(requested: str, gpu: bool) -> str:
-    """The torch.distributed backend: the one asked for, or nccl on GPUs and gloo on CPUs for auto."""
-    if requested != "auto":
-        return requested
-    return "nccl" if gpu else "gloo"
+    """The torch.distributed backend: the one asked for, or the auto rule's (repro.workloads.comm)."""
+    return resolve_backend(requested, gpu)
 
 
 def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:

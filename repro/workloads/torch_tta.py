@@ -29,6 +29,7 @@ from . import _common as common
 from . import _torch, timing
 from . import torch_models as models
 from ._common import WorkloadError, run_main
+from .comm import resolve_backend
 from .data import ArrayData, load_cifar10, load_digits
 from .spec import ArgumentParser, Option, WorkloadSpec
 from .tta import Plateau, check_shards, curve_entry, default_warmup_epochs, learning_rate, tta_metrics
@@ -202,7 +203,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     settings = resolve_settings(args)
     import torch
 
-    backend = args.dist_backend if args.dist_backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
+    backend = resolve_backend(args.dist_backend, torch.cuda.is_available())
     world, device = _torch.start(backend, args.intra_threads, args.inter_threads)
     import numpy as np
     import torch.distributed as dist

@@ -23,6 +23,7 @@ SESSION_ENV = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV")
 CA_PATH = "/etc/repro/ca-bundle.crt"
 WHEELHOUSE = "/opt/repro/wheelhouse"  # not /tmp: Apptainer cannot stage %files there
 PIP = "python -m pip"
+HOROVOD_FRAMEWORKS = ("TENSORFLOW", "PYTORCH", "MXNET")  # HOROVOD_WITH_* / WITHOUT_* build variables, in order
 
 
 def build_arg(name: str, value: str) -> raw:
@@ -232,12 +233,12 @@ class Horovod(bb_base):
         self.wheel = kwargs.get("wheel")
         self.copy_wheelhouse = bool(kwargs.get("copy_wheelhouse", False))
         self.find_links = bool(kwargs.get("find_links", False))
-        self.framework = kwargs.get("framework", "tensorflow")
+        self.framework = kwargs.get("framework", "TENSORFLOW")  # HOROVOD_WITH_<framework>
         self.commit = kwargs.get("commit")
         if self.gpu_operations not in (None, "NCCL", "MPI"):
             raise safe._refuse("horovod.gpu_operations", self.gpu_operations, "NCCL or MPI")
-        if self.framework not in ("tensorflow", "pytorch"):
-            raise safe._refuse("horovod framework", self.framework, "tensorflow or pytorch")
+        if self.framework not in HOROVOD_FRAMEWORKS:
+            raise safe._refuse("horovod framework", self.framework, " or ".join(HOROVOD_FRAMEWORKS))
         if self.commit is not None and not re.fullmatch("[0-9a-f]{40}", str(self.commit)):
             raise safe._refuse("horovod.commit", self.commit, "40 lower-case hex digits")
         source = f"commit {self.commit[:12]}" if self.commit else "source"
@@ -270,10 +271,7 @@ class Horovod(bb_base):
     def env_lines(self) -> tuple[str, ...]:
         """The HOROVOD_* build variables this version understands."""
         v = _vtuple(self.version)
-        if self.framework == "pytorch":
-            out = ["HOROVOD_WITHOUT_TENSORFLOW=1", "HOROVOD_WITH_PYTORCH=1", "HOROVOD_WITHOUT_MXNET=1"]
-        else:
-            out = ["HOROVOD_WITH_TENSORFLOW=1", "HOROVOD_WITHOUT_PYTORCH=1", "HOROVOD_WITHOUT_MXNET=1"]
+        out = [f"HOROVOD_{'WITH' if f == self.framework else 'WITHOUT'}_{f}=1" for f in HOROVOD_FRAMEWORKS]
         if v >= (0, 17):  # HOROVOD_WITH_MPI / WITH_GLOO first appeared in 0.17.0
             out.append(f"HOROVOD_{'WITH' if self.with_mpi else 'WITHOUT'}_MPI=1")
             out.append(f"HOROVOD_{'WITH' if self.with_gloo else 'WITHOUT'}_GLOO=1")

@@ -14,6 +14,7 @@ from hpccm.building_blocks import apt_get, mlnx_ofed, mvapich2, openmpi, python,
 from hpccm.primitives import baseimage
 
 from repro.image.blocks import formats, own, safe
+from repro.manifest import frameworks
 from repro.manifest.compat import table
 from repro.manifest.schema import Stack
 from repro.manifest.versions import major_minor, parse_version
@@ -234,7 +235,7 @@ def _cuda_library_blocks(s: Stack) -> list[tuple[str, object]]:
     return out
 
 
-def _torch_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
+def torch_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
     """PyTorch: from the wheelhouse (an image build has no network to the PyTorch index), from the stack's
     index_url, from PyPI, or Debian's python3-torch (installed with the os packages)."""
     t = s.pytorch
@@ -261,9 +262,8 @@ def _torch_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, objec
     return [("pytorch", blocks)]
 
 
-def _framework_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
-    if s.pytorch is not None:
-        return _torch_blocks(s, o, p)
+def tensorflow_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
+    """TensorFlow: the pip package from the index, or a source-built wheel from the wheelhouse."""
     package = safe.pip_requirement(s.tensorflow.package or "tensorflow", "tensorflow.package")
     tf_version = safe.version(s.tensorflow.version, "tensorflow.version")
     if p.tf_source:
@@ -277,13 +277,14 @@ def _framework_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, o
 
 
 def _python_stack_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
-    out = _framework_blocks(s, o, p)
+    out = frameworks.of(s).image_blocks(s, p, o)  # the framework's own block
     if s.horovod is not None:
         copied = p.tf_source or p.torch_wheel is not None  # the framework's block copied the wheelhouse already
         out.append(("horovod", own.Horovod(
             version=s.horovod.version, gpu=s.gpu, gpu_operations=s.horovod.gpu_operations,
             with_mpi=s.horovod.with_mpi, with_gloo=s.horovod.with_gloo, wheel=p.hvd_wheel,
-            copy_wheelhouse=bool(o.wheels) and not copied, find_links=bool(o.wheels), framework=s.framework,
+            copy_wheelhouse=bool(o.wheels) and not copied, find_links=bool(o.wheels),
+            framework=frameworks.of(s).horovod_variable,
             commit=s.horovod.commit)))
     requirements = [*(WORKLOAD_REQUIREMENTS if parse_version(s.python) >= (3, 8) else ()),
                     *(safe.pip_requirement(r, f"packages.pip[{i}]") for i, r in enumerate(s.packages.pip))]

@@ -34,6 +34,7 @@ from repro.launch.schedulers.kube_options import OPTIONS
 from repro.launch.schedulers.kube_render import KubeJob
 from repro.launch.schedulers.kube_site import KubeSite, kubectl, site_from
 from repro.launch.workloads import WORKLOADS
+from repro.manifest.frameworks import FRAMEWORKS
 from repro.results.record import Settings
 from repro.results.redact import is_secret_name, redact_argv, redact_text
 
@@ -43,8 +44,10 @@ RESOURCES = {"trainjob": "trainjobs.trainer.kubeflow.org", "mpijob": "mpijobs.ku
 
 
 def policy_of(point: Settings) -> str:
-    """The training policy of a point: torch for the PyTorch workloads (torch_*), else MPI (TF+Horovod)."""
-    return "torch" if point.workload.startswith("torch") else "mpi"
+    """The training policy of a point: its workload's framework's (torch for PyTorch, MPI for TF+Horovod and
+    framework-free workloads)."""
+    framework = WORKLOADS.get(point.workload).spec.framework
+    return FRAMEWORKS.get(framework).kube_policy if framework else "mpi"
 
 
 @dataclass(frozen=True)

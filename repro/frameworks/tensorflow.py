@@ -1,0 +1,73 @@
+"""TensorFlow with Horovod: the framework repro started with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.version import Version
+
+from repro.manifest.frameworks import Framework
+from repro.manifest.schema import TensorFlow as Section
+from repro.manifest.software import normal_name, same
+
+PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel")
+
+
+class TensorFlow(Framework):
+    """TensorFlow, distributed by Horovod (MPI or Gloo controller)."""
+
+    name = "tensorflow"
+    title = "TensorFlow"
+    section = Section
+    distributions = PACKAGES
+    version_keys = ("tensorflow",)
+    default_workload = "cnn"
+    gpu_libraries = ("cudnn", "nccl")
+    derived = ("package",)
+    compat_module = "repro.manifest.compat"
+    comm_library = "horovod"
+    backends = ("mpi", "gloo", "nccl")
+    default_launcher = None  # the one Horovod's controller needs
+    kube_policy = "mpi"
+    compile_meaning = "XLA: the model's step compiled with tf.function(jit_compile=True)"
+    horovod_variable = "TENSORFLOW"
+
+    def derive(self, stack: Any) -> Section:
+        return stack.tensorflow.model_copy(update={"package": package(stack)})
+
+    def found(self, sw: Any) -> tuple[str | None, str | None]:
+        return sw.tensorflow, sw.tensorflow_error
+
+    def software(self, probe: dict) -> dict:
+        return {"tensorflow": probe.get("tensorflow"), "tensorflow_error": probe.get("tensorflow_error")}
+
+    def mismatches(self, stack: Any, sw: Any, where: str, backend: str | None) -> list[str]:
+        pinned, out = stack.tensorflow, []
+        if not same(pinned.version, sw.tensorflow):
+            why = sw.tensorflow or (sw.tensorflow_error and f"none ({sw.tensorflow_error})") or "none"
+            out.append(f"tensorflow: pinned {pinned.version}, found {why}")
+        if sw.tensorflow and sw.tensorflow_error and not stack.gpu:
+            out.append(f"tensorflow: pinned {pinned.version}, found it does not import ({sw.tensorflow_error[:200]})")
+        wanted = pinned.package if pinned.build == "binary" else None
+        if where == "image" and wanted and normal_name(wanted) not in sw.packages:
+            others = [f"{k}=={x}" for k, x in sw.packages.items() if k in PACKAGES]
+            out.append(f"tensorflow package: pinned {wanted}, found {', '.join(others) or 'none'}")
+        return out
+
+    def auto_backend(self, gpu: bool) -> str | None:
+        return None  # Horovod picks NCCL for GPU tensors itself (gpu_operations); its controller is --backends
+
+    def image_blocks(self, stack: Any, plan: Any, options: Any) -> list:
+        from repro.image.blocks.stack import tensorflow_blocks
+
+        return tensorflow_blocks(stack, options, plan)
+
+
+def package(stack: Any) -> str:
+    """pip package: tensorflow-gpu for GPU TF 1.x, tensorflow for GPU 2.x, tensorflow-cpu from 2.1 on CPU."""
+    if stack.tensorflow.package:
+        return stack.tensorflow.package
+    tf = Version(stack.tensorflow.version)
+    if stack.gpu:
+        return "tensorflow-gpu" if tf < Version("2.0") else "tensorflow"
+    return "tensorflow-cpu" if tf >= Version("2.1") else "tensorflow"
