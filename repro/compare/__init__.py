@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from repro.compare.core import Comparison, compare
-    from repro.compare.throughput import Options
+    from repro.compare.options import Options
 
 __all__ = ["Comparison", "Options", "compare"]
 
@@ -21,7 +21,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(core, name)
     if name == "Options":
-        from repro.compare.throughput import Options
+        from repro.compare.options import Options
 
         return Options
     raise AttributeError(f"module 'repro.compare' has no attribute {name!r}")

@@ -346,3 +346,8 @@ def unknown_hardware_note(changes: Sequence[Change]) -> str | None:
     who = " and ".join(sides)
     return (f"unknown hardware: {who} name{'' if len(sides) > 1 else 's'} no device (an imported log without "
             "device lines), so the sides are not known to have run on the same hardware and count as different")
+
+
+def pair_id(record: RunRecord) -> str | None:
+    """The id an interleaved sweep gives both runs of one A/B pair (SweepRef.pair); None when not paired."""
+    return record.sweep.pair if record.sweep is not None else None

@@ -3,8 +3,8 @@
     compare(old_records, new_records, Options()) -> Comparison
 
 Steps: check the hardware, align on settings, compute figures per comparison kind (repro.compare.kind:
-throughput, all-reduce, time to accuracy, and any kind registered later), collect what changed. Renderers
-(render.py, plot.py) only render.
+the built-in kinds of repro.compare.kinds and any kind registered later), collect what changed. Nothing here
+names a kind. Renderers (render.py, plot.py) only render.
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ from typing import Any
 
 from repro.compare import align as _align
 from repro.compare.align import Alignment, Change, Group, Hardware
-from repro.compare.allreduce import AllreduceRow
 from repro.compare.conditions import interleave_command
 from repro.compare.diff import Changes, changes
 from repro.compare.fabric import fabric_lines
 from repro.compare.kind import KINDS, KindRows, order
+from repro.compare.options import Options
 from repro.compare.reference import ReferenceCheck
 from repro.compare.reference import check as reference_check
-from repro.compare.throughput import ModelSummary, Options, ThroughputRow
-from repro.compare.tta import TtaRow
+from repro.compare.view import View
 from repro.errors import ResultsError
 from repro.results.record import RunRecord
 
@@ -78,22 +77,16 @@ class Comparison:
         part = self.sections.get(kind)
         return part.rows if part else ()
 
-    @property
-    def throughput(self) -> tuple[ThroughputRow, ...]:
-        return self.rows("throughput")
+    def __getattr__(self, name: str) -> tuple[Any, ...]:
+        """A registered kind's rows by its name (`c.throughput`, `c.ticks`); no kind is named here."""
+        if name.startswith("_") or name not in KINDS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self.rows(name)
 
     @property
-    def summaries(self) -> tuple[ModelSummary, ...]:
-        part = self.sections.get("throughput")
-        return part.summaries if part else ()
-
-    @property
-    def allreduce(self) -> tuple[AllreduceRow, ...]:
-        return self.rows("allreduce")
-
-    @property
-    def tta(self) -> tuple[TtaRow, ...]:
-        return self.rows("tta")
+    def view(self) -> View:
+        """What the kinds see of this comparison (repro.compare.view)."""
+        return View(self.keys, self.columns, self.options)
 
     @property
     def compared(self) -> bool:

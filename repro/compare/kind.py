@@ -3,7 +3,7 @@
     class Toy(Kind):
         name = "toy"
         def compare(self, pairs, old, new, options) -> KindRows: ...    # the aligned rows of `repro compare`
-        def tables(self, c, part) -> tuple[Block, ...]: ...             # its part of the comparison document
+        def tables(self, view, part) -> tuple[Block, ...]: ...          # its part of the comparison document
         def sweep_document(self, records, **options) -> Document: ...   # the end-of-sweep report
 
     KINDS.add("toy", Toy())
@@ -11,12 +11,14 @@
 A kind owns, for the records of its workloads: the line after a bench point (`summary`), a run's figure in a
 listing (`headline`), its comparison rows (`compare`), its part of the comparison document (`tables`,
 `summary_blocks`), its JSON (`data`), its figure panels (`panels`), its regression rule (`regressions`), and the
-end-of-sweep document and figure (`sweep_document`, `sweep_figure`). Generic code (repro.compare.core,
-render, plot, and the end-of-sweep report below) only iterates over KINDS; none names a kind.
+end-of-sweep document and figure (`sweep_document`, `sweep_figure`). A kind sees the comparison through a frozen
+`View` (repro.compare.view), never the whole Comparison. Generic code (repro.compare.core, render, plot, and
+the end-of-sweep report below) only iterates over KINDS; none names a kind.
 
-Built in (registered by name, imported on first use, so listing them costs nothing): throughput (items/sec:
-cnn, tf_cnn_benchmarks, imported logs), allreduce (per-size latency and bandwidth), tta (time to accuracy),
-in repro.compare.kinds. A workload names its kind in its spec (repro.workloads.spec).
+Built in (registered by name below, imported on first use, so listing them costs nothing): throughput
+(items/sec: cnn, tf_cnn_benchmarks, imported logs), allreduce (per-size latency and bandwidth), tta (time to
+accuracy), each one package under repro/compare/kinds/ with a typed model of its metrics. A workload names its
+kind in its spec (repro.workloads.spec).
 """
 
 from __future__ import annotations
@@ -25,16 +27,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from repro.compare.model import KindMetrics
 from repro.errors import ResultsError
 from repro.formats import Block, Document
 from repro.registry import Registry
 
 if TYPE_CHECKING:
     from repro.compare.align import Pair
-    from repro.compare.core import Comparison
-    from repro.compare.throughput import Options
+    from repro.compare.options import Options
+    from repro.compare.view import View
     from repro.results import stats
     from repro.results.record import RunRecord
 
@@ -64,6 +67,11 @@ class Kind(ABC):
 
     name: str = ""
     sequential: bool = False  # its points can be decided pair by pair (`repro bench --until-verdict`)
+    metrics: ClassVar[type[KindMetrics]] = KindMetrics  # the typed model of its workloads' metrics
+
+    def read(self, record: RunRecord) -> Any:
+        """The record's metrics as this kind's model (validated here, once per record and use)."""
+        return self.metrics.model_validate(record.metrics)
 
     def summary(self, record: RunRecord) -> str:
         """The line `repro bench` prints after a successful run."""
@@ -83,14 +91,14 @@ class Kind(ABC):
         """The aligned rows of the pairs of this kind (`old`/`new`: every record of each side)."""
 
     @abstractmethod
-    def tables(self, c: Comparison, part: KindRows) -> tuple[Block, ...]:
+    def tables(self, view: View, part: KindRows) -> tuple[Block, ...]:
         """This kind's tables in the comparison document (only called when it has rows)."""
 
-    def summary_blocks(self, c: Comparison, part: KindRows) -> tuple[Block, ...]:
+    def summary_blocks(self, view: View, part: KindRows) -> tuple[Block, ...]:
         """What follows every kind's tables (throughput: the summary per model)."""
         return ()
 
-    def data(self, c: Comparison, part: KindRows) -> dict[str, Any]:
+    def data(self, view: View, part: KindRows) -> dict[str, Any]:
         """This kind's part of the comparison's JSON, as top-level keys (default: {name: its rows})."""
         return {self.name: [_plain(r) for r in part.rows]}
 
@@ -108,7 +116,7 @@ class Kind(ABC):
         """Whether an interleaved `repro bench` would settle these rows better (they were not measured in pairs)."""
         return False
 
-    def panels(self, c: Comparison, part: KindRows) -> tuple[Panel, ...]:
+    def panels(self, view: View, part: KindRows) -> tuple[Panel, ...]:
         """This kind's rows of the comparison figure (none: it is not drawn)."""
         return ()
 
@@ -143,11 +151,12 @@ class KindRegistry(Registry[Kind]):
 
 
 KINDS = KindRegistry("comparison kind")
-KINDS.lazy("throughput", "repro.compare.kinds:Throughput", instance=True,
+# one line per kind: its module (repro/compare/kinds/<name>/) holds everything else
+KINDS.lazy("throughput", "repro.compare.kinds.throughput:Throughput", instance=True,
            help="items (images) per second, with speedup and scaling efficiency")
-KINDS.lazy("allreduce", "repro.compare.kinds:Allreduce", instance=True,
+KINDS.lazy("allreduce", "repro.compare.kinds.allreduce:Allreduce", instance=True,
            help="all-reduce latency and bandwidth per message size")
-KINDS.lazy("tta", "repro.compare.kinds:TimeToAccuracy", instance=True, help="time to a target validation accuracy")
+KINDS.lazy("tta", "repro.compare.kinds.tta:TimeToAccuracy", instance=True, help="time to a target validation accuracy")
 
 DEFAULT = "throughput"  # the kind of a workload no spec describes (repro.workloads.catalog.kind_of)
 

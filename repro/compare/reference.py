@@ -24,7 +24,7 @@ from repro.results import stats
 
 if TYPE_CHECKING:
     from repro.compare.align import Pair
-    from repro.compare.throughput import Options
+    from repro.compare.options import Options
     from repro.results.record import RunRecord
 
 

@@ -3,95 +3,23 @@
 Every registered format renders it (table, markdown, csv, json, and any format added later). Settings
 that are the same on every row go to a caption line, numbers are right-aligned, and each caption says
 what its figures, ± and intervals are (docs/statistics.md). JSON is `to_dict` (format
-repro.comparison/1); CSV has one row per compared point (kind: throughput, allreduce, tta, any registered
-kind, old_only, new_only). Each kind's tables, summary and JSON come from the kind (repro.compare.kind); the
-built-in kinds' tables are drawn by the builders here.
+repro.comparison/1); CSV has one row per compared point (kind: each registered kind's name, old_only,
+new_only). Each kind's tables, summary and JSON come from the kind's own module (repro.compare.kinds), given
+the comparison's frozen view; nothing here names a kind.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from repro import formats
-from repro.compare.align import Change, format_value
-from repro.compare.allreduce import PATHS, AllreduceRow
-from repro.compare.allreduce import as_dict as allreduce_dict
+from repro.compare.align import Change
+from repro.compare.cells import constants, display_columns, key_cells, key_columns, ratio_text
 from repro.compare.core import Comparison, OneSided, SideInfo
 from repro.compare.kind import KINDS, KindRows, order
-from repro.compare.throughput import Side as ThroughputSide
-from repro.compare.throughput import ThroughputRow
-from repro.compare.tta import as_dict as tta_dict
 from repro.formats import Block, Column, Document, Table, Text
 from repro.results import stats
-from repro.results.report import STEP_FOOTNOTE
-
-NUMERIC_KEYS = frozenset({"workers", "hosts", "batch_per_worker", "threads"})
-PATH_LABEL = {"horovod": "hvd", "raw": "raw"}
-LABELS = {"batch_per_worker": "batch", "data_format": "format", "workers": "workers", "hosts": "hosts",
-          "precision": "precision", "xla": "xla", "model": "model", "workload": "workload", "data": "data",
-          "scaling": "scaling", "threads": "threads", "backend": "controller"}
-
-
-def column_label(name: str) -> str:
-    return LABELS.get(name, name.removeprefix("extra."))
-
-
-_num, _pct = formats.number, formats.percent
-
-
-def _points(value: float | None) -> str:
-    """A change of a percentage, in percentage points."""
-    if value is None or not math.isfinite(value):
-        return "-"
-    return f"{value * 100:+.1f} pt"
-
-
-def _ratio(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.2f}x" if value >= 0.01 else f"{value:.2g}x"
-
-
-def _us(seconds: float | None) -> str:
-    return _num(seconds * 1e6 if seconds else None)
-
-
-def factor_text(ratio: float, *, better: str = "faster", worse: str = "slower") -> str:
-    """A ratio as people read it (pyperf, hyperfine): 1.27 -> '1.27x faster', 0.44 -> '2.26x slower'."""
-    if ratio >= 1:
-        return f"{ratio:.2f}x {better}"
-    return f"{1 / ratio:.2f}x {worse}"
-
-
-def verdict_text(ratio: stats.RatioResult, *, better: str = "faster", worse: str = "slower") -> str:
-    """'1.35x faster', '1.08x slower' (never '0.93x slower'), 'equivalent within ±2%', 'inconclusive',
-    'no significant difference', 'not enough runs'."""
-    if ratio.verdict in (stats.FASTER, stats.SLOWER) and ratio.ratio:
-        return factor_text(ratio.ratio, better=better, worse=worse)
-    if ratio.verdict == stats.EQUIVALENT:
-        return f"equivalent within ±{ratio.threshold:.0%}"
-    return ratio.verdict
-
-
-def _interval(ratio: stats.RatioResult) -> str:
-    if ratio.low is None or ratio.high is None:
-        return "-"
-    return f"[{ratio.low:.3f}, {ratio.high:.3f}]"
-
-
-def display_columns(c: Comparison, rows: Sequence[Any] | None = None) -> list[str]:
-    """Key columns a table of `rows` (default: every compared point) shows: workers always, then every key that
-    varies among them (the rest go to the caption)."""
-    if rows is None:
-        return [k for k in c.keys if k == "workers" or k in c.columns]
-    return [k for k in c.keys if k == "workers" or len({dict(r.key).get(k) for r in rows}) > 1]
-
-
-def _key_cells(key: Sequence[tuple[str, Any]], cols: Sequence[str]) -> list[str]:
-    values = dict(key)
-    return [format_value(values.get(col)) for col in cols]
 
 
 def _side_line(side: SideInfo) -> str:
@@ -129,203 +57,15 @@ def _hardware_line(c: Comparison) -> str:
     return f"Hardware: OLD {old}; NEW {new}" if old != new else f"Hardware: {old} on both sides"
 
 
-def _noise(side: ThroughputSide) -> str:
-    """The ± of a side; '*' marks one run's interval, which covers step noise only."""
-    text = _pct(side.noise)
-    return f"{text}*" if text != "-" and side.scope == stats.STEPS_SCOPE else text
-
-
-def _constants(c: Comparison, rows: Sequence[Any], shown: Sequence[str]) -> str:
-    """The key settings that are the same on every row, as one caption line ('model resnet50 · batch 64')."""
-    if not rows:
-        return ""
-    said = []
-    for name, value in rows[0].key:
-        if name in shown or value is None or len({dict(r.key).get(name) for r in rows}) > 1:
-            continue
-        said.append(setting_words(name, value))
-    return " · ".join(said)
-
-
-def setting_words(name: str, value: Any) -> str:
-    """A key setting as a caption says it: 'batch 64 per worker', 'XLA off', '2 hosts', 'fp16'."""
-    shown = format_value(value)
-    if name == "batch_per_worker":
-        return f"batch {shown} per worker"
-    if name == "xla":
-        return f"XLA {'on' if value else 'off'}"
-    if name in ("hosts", "workers"):
-        return f"{shown} {name if value != 1 else name[:-1]}"
-    if name == "precision":
-        return shown
-    return f"{column_label(name)} {shown}"
-
-
-def _criterion(c: Comparison, ratios: Sequence[stats.RatioResult] = ()) -> str:
-    thr = f"{c.options.threshold:.0%}"
-    said = {r.verdict for r in ratios}
-    # the two newer verdicts are explained where they occur (older outputs keep their caption unchanged)
-    extra = ("; equivalent: the whole interval within ±" + thr if stats.EQUIVALENT in said else "") + (
-        f"; inconclusive: the interval reaches beyond ±{thr} on both sides" if stats.INCONCLUSIVE in said else "")
-    return (f"verdict: at {c.options.confidence:.0%} confidence over runs; changes under {thr} "
-            f"are no significant difference{extra}")
-
-
-def throughput_table(c: Comparison, rows: Sequence[ThroughputRow]) -> Table:
-    """The throughput kind's table: images/sec of each side, NEW/OLD, its interval and verdict, efficiencies."""
-    cols = display_columns(c, rows)
-    conf = f"{c.options.confidence:.0%}"
-    columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols),
-               *(Column(h, numeric=True) for h in ("OLD img/s", "OLD ±", "NEW img/s", "NEW ±", "NEW/OLD",
-                                                   f"{conf} interval")),
-               Column("verdict"), *(Column(h, numeric=True) for h in ("eff OLD", "eff NEW", "Δ eff"))]
-    cells = [(*_key_cells(r.key, cols), _num(r.old.images_per_sec), _noise(r.old), _num(r.new.images_per_sec),
-              _noise(r.new), _ratio(r.ratio.ratio), _interval(r.ratio), verdict_text(r.ratio),
-              _pct(r.old.efficiency), _pct(r.new.efficiency), _points(r.efficiency_change)) for r in rows]
-    caption = [_constants(c, rows, cols),
-               f"img/s: geometric mean over runs; ±: half-width of its {conf} Student t interval over runs, relative",
-               f"NEW/OLD: ratio of the geometric means; interval: {conf}, Welch's t on log figures of runs (paired t "
-               "for interleaved pairs)",
-               _criterion(c, [r.ratio for r in rows]),
-               "eff: scaling efficiency (speedup / workers) of each side; Δ eff in percentage points; "
-               "docs/statistics.md has the method"]
-    return Table(tuple(columns), tuple(cells), tuple({"kind": "throughput", **dict(r.key), **row_dict(r)}
-                                                     for r in rows),
-                 title="Throughput (images/sec): NEW/OLD", caption=tuple(x for x in caption if x),
-                 notes=tuple(_throughput_notes(c, rows)), name="throughput")
-
-
-def _point_name(c: Comparison, rows: Sequence[ThroughputRow], key: Sequence[tuple[str, Any]]) -> str:
-    values = dict(key)
-    return ", ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in display_columns(c, rows))
-
-
-def _throughput_notes(c: Comparison, rows: Sequence[ThroughputRow]) -> list[str]:
-    """What the table's figures rest on: few runs, step-only intervals, pairing, assumptions, warm-up."""
-    lines = []
-    if any(side.scope == stats.STEPS_SCOPE and side.noise is not None
-           for r in rows for side in (r.old, r.new)):
-        lines.append(STEP_FOOTNOTE)
-    for r in rows:
-        said = [r.ratio.note] if r.ratio.note else []
-        if r.ratio.method == stats.PAIRED:
-            said.append(f"{r.ratio.pairs} interleaved pairs: paired comparison")
-        said += [f"efficiency {side}: {s.efficiency_note}" for side, s in (("OLD", r.old), ("NEW", r.new))
-                 if s.efficiency_note]
-        said += list(r.notes)
-        lines += [f"{_point_name(c, rows, r.key)}: {text}" for text in said]
-    return lines
-
-
-def _backends(rows: Sequence[AllreduceRow], path: str) -> str:
-    old = list(dict.fromkeys(r.old.backend for r in rows if r.path == path))
-    new = list(dict.fromkeys(r.new.backend for r in rows if r.path == path))
-    if not old:
-        return ""
-    label = ("hvd: the framework's all-reduce (Horovod's allreduce; torch_allreduce: torch.distributed.all_reduce)"
-             if path == "horovod" else "raw: MPI_Allreduce without Horovod")
-    same = old == new
-    return f"{label}, {', '.join(old)}" if same else f"{label}, OLD {', '.join(old)}; NEW {', '.join(new)}"
-
-
-def allreduce_table(c: Comparison, compared: Sequence[AllreduceRow]) -> Table:
-    """The allreduce kind's table: per path and message size, time and bus bandwidth of each side, the verdict."""
-    cols = [k for k in display_columns(c, compared) if k != "model"]
-    rows = sorted(compared, key=lambda r: (PATHS.index(r.path) if r.path in PATHS else 9, r.key, r.dtype,
-                                              r.bytes))
-    dtypes = len({r.dtype for r in rows}) > 1
-    conf = f"{c.options.confidence:.0%}"
-    columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("path"),
-               *([Column("dtype")] if dtypes else []),
-               *(Column(h, numeric=True) for h in ("size (B)", "time OLD (us)", "time NEW (us)", "time NEW/OLD",
-                                                   "busbw OLD", "busbw NEW", "busbw NEW/OLD", f"{conf} interval")),
-               Column("verdict")]
-    cells = [(*_key_cells(r.key, cols), PATH_LABEL.get(r.path, r.path), *([r.dtype] if dtypes else []),
-              f"{r.bytes:,}", _us(r.old.time_s), _us(r.new.time_s), _ratio(r.time_ratio),
-              _num(r.old.busbw / 1e9 if r.old.busbw is not None else None, 2),
-              _num(r.new.busbw / 1e9 if r.new.busbw is not None else None, 2),
-              _ratio(r.bandwidth.ratio), _interval(r.bandwidth),
-              verdict_text(r.bandwidth, better="more bandwidth", worse="less bandwidth")) for r in rows]
-    constants = _constants(c, rows, cols)
-    dtype = f"dtype {rows[0].dtype}" if rows and not dtypes and "dtypes " not in constants else ""
-    runs = sorted({(r.old.runs, r.new.runs) for r in rows})
-    said_runs = (f"{runs[0][0]} run{'s' if runs[0][0] != 1 else ''} OLD, {runs[0][1]} NEW" if len(runs) == 1
-                 else "runs per side vary by size")
-    caption = [" · ".join(x for x in (constants, dtype, said_runs) if x),
-               *(x for x in (_backends(rows, p) for p in PATHS) if x),
-               "time: one all-reduce, geometric mean over runs of each run's mean latency (us); busbw: size / time x "
-               "2(n-1)/n in GB/s (1e9 bytes/s, nccl-tests' definition)",
-               "busbw NEW/OLD: ratio of the bus bandwidths = OLD time / NEW time (time NEW/OLD is its inverse); "
-               f"interval: {conf}, Welch's t on log figures of runs (paired t for interleaved runs), none below 2 "
-               f"runs a side; {_criterion(c, [r.bandwidth for r in rows])}"]
-    return Table(tuple(columns), tuple(cells), tuple({"kind": "allreduce", **dict(r.key), **allreduce_dict(r)}
-                                                     for r in rows),
-                 title="All-reduce: bus bandwidth NEW/OLD", caption=tuple(x for x in caption if x), name="allreduce")
-
-
-def _quality(rows: Sequence[Any]) -> tuple[str, bool]:
-    """The quality the rows' runs state (top-1 for repro's own runs; an imported log's metric otherwise) and
-    whether it is a fraction shown as a percentage."""
-    labels = {side.quality_label for r in rows for side in (r.old, r.new)} or {"top-1"}
-    label = labels.pop() if len(labels) == 1 else "final quality"
-    return label, label == "top-1"
-
-
-def tta_table(c: Comparison, rows: Sequence[Any]) -> Table:
-    """The tta kind's table: time to accuracy of each side, how many runs reached it, the speed-up."""
-    cols = display_columns(c, rows)
-    targets = {r.old.target or r.new.target for r in rows}
-    quality, fraction = _quality(rows)
-    shown = _pct if fraction else (lambda v: f"{v:.4g}" if isinstance(v, (int, float)) else "-")
-    columns = [*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols),
-               *([Column("target", True)] if len(targets) > 1 else []),
-               *(Column(h, numeric=True) for h in ("TTA OLD (s)", "TTA NEW (s)", "reached OLD", "reached NEW",
-                                                   "OLD/NEW", "interval")),
-               Column("verdict"), Column(f"{quality} OLD", True), Column(f"{quality} NEW", True), Column("flag")]
-    cells = [(*_key_cells(r.key, cols), *([shown(r.old.target or r.new.target)] if len(targets) > 1 else []),
-              _num(r.old.time_to_accuracy_s), _num(r.new.time_to_accuracy_s),
-              f"{r.old.reached}/{r.old.runs}", f"{r.new.reached}/{r.new.runs}", _ratio(r.speedup.ratio),
-              _interval(r.speedup), verdict_text(r.speedup), shown(r.old.final_quality), shown(r.new.final_quality),
-              r.flag or "") for r in rows]
-    known = len(targets) == 1 and (fraction or None not in targets)  # an MLPerf log may state no eval_target
-    target = f"target {quality} {shown(next(iter(targets)))}" if known else ""
-    if fraction:
-        meaning = ("TTA: mean seconds until validation top-1 first reached the target, over the runs that reached it; "
-                   "top-1: final validation accuracy (mean over runs)")
-    else:  # imported MLPerf runs: the quality each benchmark's rules name (a loss or perplexity is reached from above)
-        meaning = (f"TTA: mean seconds from run_start to run_stop, over the runs that reached the benchmark's quality "
-                   f"target; {quality}: the last evaluation the logs state (mean over runs)")
-    caption = [" · ".join(x for x in (_constants(c, rows, cols), target) if x), meaning,
-               f"OLD/NEW: speed-up (>1: NEW is sooner), {c.options.confidence:.0%} interval over runs; "
-               f"{_criterion(c, [r.speedup for r in rows])}"]
-    return Table(tuple(columns), tuple(cells), tuple({"kind": "tta", **dict(r.key), **tta_dict(r)} for r in rows),
-                 title="Time to accuracy: speed-up = OLD time / NEW time", caption=tuple(x for x in caption if x),
-                 name="tta")
-
-
-def summary_lines(summaries: Sequence[Any]) -> list[str]:
-    """The throughput kind's summary per model: geometric mean of NEW/OLD and the count of each verdict."""
-    lines = []
-    for s in summaries:
-        gm = _ratio(s.geomean)
-        lines.append(f"{s.model}: {gm} (geometric mean of {s.points} point{'s' if s.points != 1 else ''}: "
-                     f"{s.faster} faster, {s.slower} slower, {s.same} no significant difference, "
-                     f"{s.not_enough} {stats.NOT_ENOUGH}"
-                     + (f", {s.equivalent} {stats.EQUIVALENT}" if s.equivalent else "")
-                     + (f", {s.inconclusive} {stats.INCONCLUSIVE}" if s.inconclusive else "")
-                     + (f", {s.conditions} {stats.CONDITIONS}" if s.conditions else "") + ")")
-    return lines
-
-
 def reference_table(c: Comparison) -> Table:
     """NEW against OLD as a reference: each figure's ratio, its one-sided bounds and the verdict."""
     ref = c.reference
     assert ref is not None  # only called with a reference
-    cols = display_columns(c, ref.rows)
+    cols = display_columns(c.view, ref.rows)
     conf = f"{ref.confidence:.0%}"
-    columns = [Column("kind"), *(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("figure"),
+    columns = [Column("kind"), *key_columns(cols), Column("figure"),
                *(Column(h, numeric=True) for h in ("NEW/REF", "lower bound", "upper bound")), Column("verdict")]
-    cells = [(r.kind, *_key_cells(r.key, cols), r.figure, _ratio(r.ratio.ratio),
+    cells = [(r.kind, *key_cells(r.key, cols), r.figure, ratio_text(r.ratio.ratio),
               *("-" if x is None else f"{x:.3f}" for x in (r.ratio.low, r.ratio.high)),
               ref.words(r)) for r in ref.rows]
     floor = f"{1 - ref.within:.0%}"
@@ -349,14 +89,14 @@ def reference_dict(row: Any, ref: Any) -> dict[str, Any]:
 
 
 def _one_sided_table(c: Comparison, items: Sequence[OneSided], side: str) -> Table:
-    cols = display_columns(c, items)
-    columns = (*(Column(column_label(k), numeric=k in NUMERIC_KEYS) for k in cols), Column("runs", True),
+    cols = display_columns(c.view, items)
+    columns = (*key_columns(cols), Column("runs", True),
                Column("failed", True))
-    cells = tuple((*_key_cells(o.key, cols), str(o.runs), str(o.failed)) for o in items)
+    cells = tuple((*key_cells(o.key, cols), str(o.runs), str(o.failed)) for o in items)
     runs = "runs_old" if side == "OLD" else "runs_new"
     data = tuple({"kind": f"{side.lower()}_only", **dict(o.key), runs: o.runs} for o in items)
     return Table(columns, cells, data, title=f"Only in {side} ({len(items)} point{'s' if len(items) != 1 else ''},"
-                 " not compared)", caption=(_constants(c, items, cols),) if _constants(c, items, cols) else (),
+                 " not compared)", caption=(constants(items, cols),) if constants(items, cols) else (),
                  name=f"{side.lower()}_only")
 
 
@@ -369,11 +109,11 @@ def document(c: Comparison, *, quiet: bool = False) -> Document:
                                                   *_changes_lines(c)), bullets=True)]
     parts = [(KINDS.get(name), part) for name, part in c.sections.items() if part.rows]
     for kind, part in parts:
-        blocks += kind.tables(c, part)
+        blocks += kind.tables(c.view, part)
     if c.reference is not None:
         blocks.append(reference_table(c))
     for kind, part in parts:
-        blocks += kind.summary_blocks(c, part)
+        blocks += kind.summary_blocks(c.view, part)
     if not parts:
         blocks.append(Text(("No point was measured on both sides.",)))
     if c.fabric:  # beside the verdicts: a different path is the usual reason a run is slower
@@ -398,24 +138,6 @@ def _change_dict(ch: Change) -> dict[str, Any]:
     return {"path": ch.path, "old": plain(ch.old), "new": plain(ch.new), "text": ch.render()}
 
 
-def row_dict(r: ThroughputRow) -> dict[str, Any]:
-    """A throughput row's figures as plain data."""
-    return {
-        "images_per_sec_old": r.old.images_per_sec, "images_per_sec_new": r.new.images_per_sec,
-        "low_old": r.old.low, "high_old": r.old.high, "low_new": r.new.low, "high_new": r.new.high,
-        "noise_old": r.old.noise, "noise_new": r.new.noise, "interval_old": r.old.scope or None,
-        "interval_new": r.new.scope or None,
-        "ratio": r.ratio.ratio, "low": r.ratio.low, "high": r.ratio.high, "verdict": r.ratio.verdict,
-        "method": r.ratio.method or None, "pairs": r.ratio.pairs, "note": r.ratio.note or None,
-        "efficiency_old": r.old.efficiency, "efficiency_new": r.new.efficiency,
-        "efficiency_change": r.efficiency_change, "runs_old": r.old.runs, "runs_new": r.new.runs,
-        "failed_old": r.old.failed, "failed_new": r.new.failed,
-        "published_old": r.old.published, "published_new": r.new.published,
-        "efficiency_note_old": r.old.efficiency_note or None, "efficiency_note_new": r.new.efficiency_note or None,
-        "notes": list(r.notes),
-    }
-
-
 def _side_dict(s: SideInfo) -> dict[str, Any]:
     hw = s.hardware
     return {"description": s.description, "stacks": list(s.stacks), "stack_hashes": list(s.stack_hashes),
@@ -429,7 +151,7 @@ def _kinds_data(c: Comparison) -> dict[str, Any]:
     empty = KindRows(())
     out: dict[str, Any] = {}
     for name in order([*KINDS.names(), *c.sections]):
-        out |= KINDS.get(name).data(c, c.sections.get(name, empty))
+        out |= KINDS.get(name).data(c.view, c.sections.get(name, empty))
     return out
 
 

@@ -24,12 +24,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    from repro.results.record import RunRecord
 
 CONDITIONS_FORMAT = "repro.conditions/1"
 USER_HZ = 100  # clock ticks per second of /proc/stat and /proc/PID/stat (fixed at 100 by the kernel's ABI)
@@ -352,7 +349,14 @@ BUSY_FLOOR = 0.25  # cores of other work during a run worth a warning (compare's
 BUSY_FLOOR_SHARE = 0.05  # ... or 5% of the host's CPUs, whichever is more
 
 
-def busy_note(records: Sequence[RunRecord]) -> str | None:
+class Sampled(Protocol):
+    """What busy_note reads of a run: its conditions (a RunRecord; the record imports this module, not back)."""
+
+    @property
+    def conditions(self) -> Conditions | None: ...
+
+
+def busy_note(records: Sequence[Sampled]) -> str | None:
     """A warning when other work used the cores during any of these runs (the figures then carry its noise)."""
     hit: list[tuple[str, float, int | None]] = []
     for r in records:

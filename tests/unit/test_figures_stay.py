@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from repro.compare.kinds.throughput.sweep import scaling_document
 from repro.formats import render
 from repro.pipeline.bench import sweep_records
 from repro.results import metrics, steady
-from repro.results.report import scaling_document
 from repro.results.store import Store
 from tests.unit import real_steps
 from tests.unit.test_steady import QUIET, slow_start

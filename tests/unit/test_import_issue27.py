@@ -10,11 +10,11 @@ import yaml
 
 from repro.compare.align import hardware, hardware_changes
 from repro.compare.core import compare
-from repro.compare.throughput import Options
+from repro.compare.kinds.throughput.sweep import scaling_document
+from repro.compare.options import Options
 from repro.errors import ResultsError
 from repro.results import metrics
 from repro.results.importers import import_file, import_stack, parse_overrides
-from repro.results.report import scaling_document
 from tests.unit.test_results_cli import run  # the same CLI runner
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from repro.compare.kinds import KINDS
+from repro.compare.kinds.tta.sweep import tta_document
 from repro.formats import render
 from repro.results.importers import import_file, import_stack, parse_overrides
-from repro.results.tta_summary import tta_document
 from tests.unit.test_results_cli import run  # the same CLI runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_the_replace_hint_names_repro_results_rm(capsys, tmp_path):
 # item 2: nccl-tests tables are all-reduce records, read by repro's own all-reduce table -----------------------
 
 def test_an_nccl_tests_table_is_an_allreduce_sweep_with_the_tables_own_bandwidths():
-    from repro.results.summary import allreduce_sweeps
+    from repro.compare.kinds.allreduce.sweep import allreduce_sweeps
 
     (record,) = imported(REAL / "github-a3mega-nccl-tests-all-reduce-16xh100.log").records
     (sweep,) = allreduce_sweeps([record])

@@ -10,10 +10,11 @@ import pytest
 
 from repro.cli import main
 from repro.compare import Options, compare
-from repro.compare.render import factor_text, render, verdict_text
+from repro.compare.cells import factor_text, verdict_text
+from repro.compare.kinds.throughput.sweep import scaling_table
+from repro.compare.render import render
 from repro.results import metrics, stats
 from repro.results.record import Published, RankResult, RunRecord, Settings, StackRef
-from repro.results.report import scaling_table
 from repro.results.store import Store
 
 STACK = StackRef(name="cpu", hash="abcdef012345")
@@ -53,7 +54,7 @@ def test_a_record_for_storage_carries_the_figure_and_each_ranks_detected_warm_up
 
 
 def test_the_bench_summary_table_takes_the_warm_up_mode_and_a_named_baseline():
-    from repro.results.summary import scaling_report
+    from repro.compare.kinds.throughput.sweep import scaling_report
 
     slow_start = two_rank_record().model_copy(update={"ranks": [
         RankResult(rank=0, warmup_times=[1.0], step_times=[0.3] * 4 + [0.1] * 20, items_per_step=8)]})

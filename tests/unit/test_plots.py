@@ -13,13 +13,15 @@ from matplotlib.container import BarContainer
 
 from repro.cli import main
 from repro.compare import Options, compare
+from repro.compare.kinds.allreduce.figure import allreduce_figure
+from repro.compare.kinds.allreduce.sweep import allreduce_sweeps
+from repro.compare.kinds.throughput.figure import scaling_figure
+from repro.compare.kinds.tta.figure import tta_figure
 from repro.compare.plot import comparison_figure
 from repro.errors import InputError
 from repro.results import metrics
-from repro.results.figures import allreduce_figure, scaling_figure, tta_figure
 from repro.results.plots import IDEAL_COLOR, check_target, overlapping, save, value_labels, value_text
 from repro.results.record import StackRef, parse_record
-from repro.results.summary import allreduce_sweeps
 from tests.unit import real_steps
 from tests.unit.test_reports import ALLREDUCE, sides, tta_record
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from repro.compare.kinds.throughput.sweep import scaling_document
 from repro.results import metrics
-from repro.results.report import scaling_document
 from tests.unit import real_steps
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -104,7 +104,7 @@ def _with_others(record, others: float, cpus: int = 2):
 
 
 def test_the_bench_table_warns_when_other_work_used_the_cores_during_a_point():
-    from repro.results import report
+    from repro.compare.kinds.throughput import sweep as report
 
     calm = [_with_others(r, 0.05) for r in _side("a", [0, 1])]
     busy = [_with_others(r, x) for r, x in zip(_side("a", [2, 3]), (0.6, 2.0), strict=True)]

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from repro.compare import Options, compare
+from repro.compare.kinds.allreduce.sweep import allreduce_document, allreduce_report, allreduce_sweeps
+from repro.compare.kinds.throughput.sweep import scaling_table
+from repro.compare.kinds.tta.sweep import tta_document, tta_report
 from repro.compare.render import render as render_comparison
 from repro.formats import render
 from repro.results import metrics
 from repro.results.record import RunRecord, Settings, StackRef
-from repro.results.report import scaling_table
-from repro.results.summary import allreduce_document, allreduce_report, allreduce_sweeps
-from repro.results.tta_summary import tta_document, tta_report
 from tests import golden
 from tests.unit import real_steps
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from repro.cli import main
+from repro.compare.kinds.throughput.sweep import scaling_table
 from repro.results import metrics
-from repro.results.report import scaling_table
 from repro.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from repro.compare.kind import plot_records
+from repro.compare.kinds.allreduce.sweep import GB, GBIT, allreduce_report, allreduce_sweeps
+from repro.compare.kinds.tta.sweep import tta_report
 from repro.results.provenance import HostFacts, Link
 from repro.results.record import HostRef, RunRecord, Settings, StackRef
-from repro.results.summary import GB, GBIT, allreduce_report, allreduce_sweeps
-from repro.results.tta_summary import tta_report
 
 
 def allreduce_record(backend: str, link: float | None = None) -> RunRecord:

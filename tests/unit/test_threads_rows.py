@@ -7,10 +7,10 @@ import csv
 import io
 import json
 
+from repro.compare.kinds.throughput.sweep import scaling_document
 from repro.formats import render
 from repro.results import metrics
 from repro.results.record import RunRecord
-from repro.results.report import scaling_document
 from tests.unit import real_steps
 
 

@@ -41,8 +41,8 @@ def test_a_pytorch_all_reduce_is_compared_with_a_horovod_one_per_size():
 
 
 def test_the_bench_summary_tables_torch_runs_by_their_kind_not_their_name():
-    from repro.results.summary import allreduce_sweeps
-    from repro.results.tta_summary import tta_document
+    from repro.compare.kinds.allreduce.sweep import allreduce_sweeps
+    from repro.compare.kinds.tta.sweep import tta_document
 
     torch = [_record("torch_allreduce", "torch", 0.5e-4, i, backend=None, extra={"dist_backend": "gloo"})
              for i in range(2)]
@@ -58,7 +58,7 @@ def test_the_bench_summary_tables_torch_runs_by_their_kind_not_their_name():
 
 
 def test_the_all_reduce_table_says_which_all_reduce_a_torch_run_timed():
-    from repro.results.summary import allreduce_document
+    from repro.compare.kinds.allreduce.sweep import allreduce_document
 
     torch = _record("torch_allreduce", "torch", 0.5e-4, 1, backend=None, extra={"dist_backend": "gloo"})
     torch = torch.model_copy(update={"metrics": {**torch.metrics, "path": "torch.distributed.all_reduce (gloo, cpu "

@@ -9,6 +9,7 @@ outputs stay as they were (the other tests of compare, summary and formats).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from collections.abc import Sequence
@@ -19,8 +20,10 @@ import pytest
 
 from repro.cli import main
 from repro.compare import Options, compare
+from repro.compare.core import Comparison
 from repro.compare.kind import KINDS, Kind, KindRows, headline, sweep_document
 from repro.compare.render import render
+from repro.compare.view import View
 from repro.formats import Column, Document, Table
 from repro.results.record import RunRecord, Settings, StackRef, new_id
 from repro.results.store import Store
@@ -59,7 +62,8 @@ class Ticks(Kind):
         return KindRows(tuple(TickRow(p.key, ticks(p.old.records), ticks(p.new.records)) for p in pairs),
                         notes=("ticks: a toy kind",))
 
-    def tables(self, c, part: KindRows) -> tuple[Table, ...]:
+    def tables(self, view, part: KindRows) -> tuple[Table, ...]:
+        SEEN.append(view)
         return (Table((Column("workers", True), Column("ticks OLD", True), Column("ticks NEW", True),
                        Column("NEW/OLD", True)),
                       tuple((str(dict(r.key)["workers"]), f"{r.old:g}", f"{r.new:g}", f"{r.ratio:.2f}x")
@@ -81,6 +85,8 @@ class Ticks(Kind):
                                tuple({"workers": r.settings.workers, "ticks": r.metrics["ticks"]} for r in rows),
                                title="Ticks per run", name="ticks"),))
 
+
+SEEN: list[Any] = []  # what the kind was handed to draw its tables from
 
 TICKER = WorkloadSpec(name="ticker", summary="reports ticks", kind="ticks")
 
@@ -158,3 +164,27 @@ def test_a_kind_must_be_a_kind_with_its_required_methods():
     with pytest.raises(TypeError):
         KINDS.add("plain", object())  # type: ignore[arg-type]
     assert "plain" not in KINDS
+
+
+def test_a_kind_draws_from_a_frozen_view_of_the_comparison_not_the_comparison(ticks_kind):
+    SEEN.clear()
+    c = compare(*sides(), Options(threshold=0.07))
+    render(c, "table")
+    (view,) = SEEN
+    assert isinstance(view, View) and not isinstance(view, Comparison)
+    assert view.options.threshold == 0.07 and view.keys == c.keys
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.keys = ()  # type: ignore[misc]
+    assert c.ticks == c.sections["ticks"].rows  # a kind's rows by its name, the core naming none
+
+
+def test_a_built_in_kind_reads_its_runs_through_its_typed_metrics():
+    tta = KINDS.get("tta")
+    m = tta.read(run("base", 0).model_copy(update={"metrics": {"reached": 1, "time_to_accuracy_s": 12,
+                                                               "epochs": "three", "target": 0.9}}))
+    assert (m.reached, m.time_to_accuracy_s, m.epochs, m.target) == (True, 12, None, 0.9)
+    assert m.accuracy_metric == "top1" and m.reached_in == 12
+    allreduce = KINDS.get("allreduce").read(run("base", 0).model_copy(update={"metrics": {
+        "results": [{"bytes": 8, "latencies": [1e-6, "x"], "raw": {"bytes": 8}}, {"no": "bytes"}, "junk"]}}))
+    (row,) = allreduce.results
+    assert row.bytes == 8 and row.latencies == (1e-6,) and row.raw is not None and row.dtype == "?"

@@ -1,8 +1,8 @@
 """All-reduce sweeps compared per (path, backend, dtype, size) (pure).
 
-Each record's ``metrics["results"]`` holds one row per tensor size with the raw latencies of both paths:
-Horovod's (the row itself) and the raw MPI_Allreduce (``row["raw"]``, absent in older records); each
-path is compared with the same path of the other side.
+Each record's metrics (repro.compare.kinds.allreduce.metrics) hold one row per tensor size with the raw
+latencies of both paths: Horovod's (the row itself) and the raw MPI_Allreduce (its `raw`, absent in older
+records); each path is compared with the same path of the other side.
 
 One definition per figure, as for images/sec (docs/statistics.md): a run's time at a size is the mean of its
 timed iterations; a side's time is the geometric mean of its runs' times; its bus bandwidth is size / time x
@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from repro.compare.align import Key, Pair
-from repro.compare.throughput import Options, pair_id
+from repro.compare.align import Key, Pair, pair_id
+from repro.compare.kinds.allreduce.metrics import AllreduceMetrics, PathResult
+from repro.compare.options import Options
 from repro.results import stats
 from repro.results.record import RunRecord
 
@@ -71,18 +72,17 @@ class _Size:
     runs: list[tuple[str | None, float]] | None = None  # (pair id, the run's mean latency in seconds)
 
 
-def _mean_latency(row: dict[str, Any]) -> float | None:
-    values = [float(x) for x in row.get("latencies") or [] if isinstance(x, (int, float))]
-    values = [x for x in values if math.isfinite(x) and x > 0]
+def _mean_latency(row: PathResult) -> float | None:
+    values = [float(x) for x in row.latencies if math.isfinite(x) and x > 0]
     if values:
         return sum(values) / len(values)
-    mean = row.get("latency_mean")  # a record without its samples: the figure it kept
-    return float(mean) if isinstance(mean, (int, float)) and mean > 0 else None
+    mean = row.latency_mean  # a record without its samples: the figure it kept
+    return float(mean) if mean is not None and mean > 0 else None
 
 
-def _add(out: dict[PathKey, dict[SizeKey, _Size]], path: PathKey, row: dict[str, Any], pair: str | None) -> None:
-    key = (str(row.get("dtype", "?")), int(row["bytes"]))
-    size = out[path].setdefault(key, _Size(int(row.get("elements") or 0), []))
+def _add(out: dict[PathKey, dict[SizeKey, _Size]], path: PathKey, row: PathResult, nbytes: int,
+         pair: str | None) -> None:
+    size = out[path].setdefault((row.dtype, nbytes), _Size(row.elements, []))
     mean = _mean_latency(row)
     if mean is not None and size.runs is not None:
         size.runs.append((pair, mean))
@@ -94,14 +94,13 @@ def _sizes(records: Sequence[RunRecord]) -> dict[PathKey, dict[SizeKey, _Size]]:
     for r in records:
         if r.status != "ok":
             continue
-        backend = str(r.metrics.get("backend") or r.settings.backend or "?")
-        raw_backend = str(r.metrics.get("raw_backend") or "MPI_Allreduce")
-        for row in r.metrics.get("results") or []:
-            if not isinstance(row, dict) or "bytes" not in row:
-                continue
-            _add(out, ("horovod", backend), row, pair_id(r))
-            if isinstance(row.get("raw"), dict) and "bytes" in row["raw"]:
-                _add(out, ("raw", raw_backend), row["raw"], pair_id(r))
+        m = AllreduceMetrics.model_validate(r.metrics)
+        backend = str(m.backend or r.settings.backend or "?")
+        raw_backend = m.raw_backend or "MPI_Allreduce"
+        for row in m.results:
+            _add(out, ("horovod", backend), row, row.bytes, pair_id(r))
+            if row.raw is not None and row.raw.bytes is not None:
+                _add(out, ("raw", raw_backend), row.raw, row.raw.bytes, pair_id(r))
     return out
 
 
@@ -140,8 +139,8 @@ def _backend_pairs(old: set[PathKey], new: set[PathKey]) -> list[tuple[PathKey, 
 
 def _bus_factor(records: Sequence[RunRecord], workers: int) -> float:
     for r in records:
-        factor = r.metrics.get("bus_factor")
-        if isinstance(factor, (int, float)) and factor > 0:
+        factor = AllreduceMetrics.model_validate(r.metrics).bus_factor
+        if factor is not None and factor > 0:
             return float(factor)
     return 2.0 * (workers - 1) / workers if workers > 1 else 1.0
 

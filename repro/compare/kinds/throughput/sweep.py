@@ -5,7 +5,8 @@
 Settings that are the same on every row (stack, workload, model, batch, precision, ...) go to a caption
 line; only what varies gets a column. Numbers are right-aligned, percentages have one decimal, and the
 caption says what the figures and ± are (docs/statistics.md). csv and json get the raw numbers.
-`repro results scaling` prints it, and `repro bench` prints the same table at the end of a sweep.
+`repro results scaling` prints it, and `repro bench` prints the same table at the end of a sweep: the
+throughput kind's end-of-sweep document.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from repro.formats import Column, Document, Table, constant_settings, number, percent, render
 from repro.results import stats
 from repro.results.metrics import ScalingRow
+from repro.results.record import RunRecord
 
 STEP_FOOTNOTE = "* one run: its ± covers step noise only, not the run-to-run variation"
 SETTINGS = ("stack", "workload", "model", "batch", "precision", "xla", "data", "data_format", "threads", "hosts")
@@ -151,3 +153,15 @@ def scaling_document(rows: Sequence[ScalingRow], *, title: str = "") -> Document
 def scaling_table(rows: Sequence[ScalingRow], fmt: str = "table") -> str:
     """The scaling table in one of the registered formats (repro.formats.FORMATS)."""
     return render(scaling_document(rows), fmt)
+
+
+def scaling_report(records: Sequence[RunRecord], fmt: str = "table", *, warmup: str = "fixed",
+                   baseline_workers: int | None = None) -> str:
+    """The scaling table (workers, images/sec, per worker, speedup, efficiency) of these records.
+
+    warmup: "fixed" or "auto" (repro.results.steady); baseline_workers: a named baseline point.
+    """
+    from repro.results import metrics
+
+    pts = metrics.points(records, warmup=warmup)
+    return scaling_table(metrics.scaling(pts, baseline_workers=baseline_workers), fmt)

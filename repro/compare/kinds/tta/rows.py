@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro.compare.align import Key, Pair
-from repro.compare.throughput import Options
+from repro.compare.kinds.tta.metrics import TOP1, TtaMetrics
+from repro.compare.options import Options
 from repro.results import stats
 from repro.results.record import RunRecord
-
-TOP1 = "top1"
 
 
 @dataclass(frozen=True)
@@ -62,41 +61,23 @@ class TtaRow:
         return self.speedup.verdict == stats.SLOWER
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    vals = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+def _mean(values: Sequence[float | None]) -> float | None:
+    vals = [float(v) for v in values if v is not None]
     return sum(vals) / len(vals) if vals else None
 
 
-def _reached(r: RunRecord) -> bool:
-    return bool(r.metrics.get("reached")) and isinstance(r.metrics.get("time_to_accuracy_s"), (int, float))
-
-
-def metric_of(record: RunRecord) -> str:
-    """The quality a run's target is stated in: top1, or the metric its imported log names."""
-    return str(record.metrics.get("accuracy_metric") or TOP1)
-
-
-def _final(record: RunRecord) -> float | None:
-    """The run's final quality in its own metric (top-1, or the log's final figure)."""
-    m = record.metrics
-    value = m.get("final_top1") if metric_of(record) == TOP1 else m.get("final_accuracy")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def _side(records: Sequence[RunRecord]) -> tuple[TtaSide, list[list[float]]]:
-    ok = [r for r in records if r.status == "ok"]
-    reached = [r for r in ok if _reached(r)]
-
-    def m(name: str, among: Sequence[RunRecord] = ok) -> float | None:
-        return _mean([r.metrics.get(name) for r in among])
-
-    metrics = {metric_of(r) for r in records} or {TOP1}
+    read = [(r, TtaMetrics.model_validate(r.metrics)) for r in records]
+    ok = [m for r, m in read if r.status == "ok"]
+    reached = [m for m in ok if m.reached_in is not None]
+    metrics = {m.accuracy_metric for _, m in read} or {TOP1}
     metric = metrics.pop() if len(metrics) == 1 else "mixed"
-    lower = bool(records) and all(r.metrics.get("lower_is_better") is True for r in records)
-    side = TtaSide(len(ok), len(reached), m("target"), m("time_to_accuracy_s", reached), m("final_top1"),
-                   m("final_top5"), m("epochs"), m("compute_s"), m("communication_s"), metric,
-                   _mean([_final(r) for r in ok]), lower)
-    return side, [[float(r.metrics["time_to_accuracy_s"])] for r in reached]
+    lower = bool(records) and all(m.lower_is_better for _, m in read)
+    side = TtaSide(len(ok), len(reached), _mean([m.target for m in ok]),
+                   _mean([m.time_to_accuracy_s for m in reached]), _mean([m.final_top1 for m in ok]),
+                   _mean([m.final_top5 for m in ok]), _mean([m.epochs for m in ok]), _mean([m.compute_s for m in ok]),
+                   _mean([m.communication_s for m in ok]), metric, _mean([m.final_quality for m in ok]), lower)
+    return side, [[float(m.time_to_accuracy_s)] for m in reached if m.time_to_accuracy_s is not None]
 
 
 def _flag(speedup: float | None, old: TtaSide, new: TtaSide) -> str:

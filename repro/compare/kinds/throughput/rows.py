@@ -16,26 +16,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from repro.compare.align import Key, Pair
+from repro.compare.align import Key, Pair, pair_id
 from repro.compare.conditions import judge
+from repro.compare.options import Options
 from repro.errors import ResultsError
 from repro.results import metrics, stats, steady
 from repro.results.metrics import Point, ScalingRow
 from repro.results.record import RunRecord, Settings
-
-
-@dataclass(frozen=True)
-class Options:
-    """How a comparison decides: threshold, confidence, bootstrap size and seed, warm-up window, baseline."""
-
-    threshold: float = stats.DEFAULT_THRESHOLD
-    confidence: float = stats.DEFAULT_CONFIDENCE
-    allow_different_hardware: bool = False
-    resamples: int = stats.DEFAULT_RESAMPLES
-    seed: int = 0
-    warmup: str = steady.FIXED  # "fixed": the workload's warm-up count; "auto": the detected steady state
-    baseline_workers: int | None = None  # a named baseline point for efficiency (None: the 1-worker point)
-    within: float | None = None  # OLD is a reference: NEW is judged "within X of it" one-sided (compare --reference)
 
 
 @dataclass(frozen=True)
@@ -97,11 +84,6 @@ class ModelSummary:
     conditions: int = 0  # points whose unpaired sides ran under different conditions
     equivalent: int = 0  # points whose interval lies within ±threshold
     inconclusive: int = 0  # points whose interval reaches beyond the threshold on both sides
-
-
-def pair_id(record: RunRecord) -> str | None:
-    """The id an interleaved sweep gives both runs of one A/B pair (SweepRef.pair); None when not paired."""
-    return record.sweep.pair if record.sweep is not None else None
 
 
 def paired_values(old: Sequence[RunRecord], new: Sequence[RunRecord],

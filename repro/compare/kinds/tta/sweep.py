@@ -1,4 +1,4 @@
-"""The time-to-accuracy sweep's report (pure, from records): per run the time to the target, epochs, the final
+"""The tta kind's end-of-sweep report (pure, from records): per run the time to the target, epochs, the final
 quality (top-1, or the metric an imported MLPerf log names) and the compute/communication split; per point of
 several runs their means, as `repro compare` sums up a side.
 """
@@ -8,35 +8,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from repro.compare.kinds.tta.metrics import TOP1, TtaMetrics
 from repro.formats import Column, Document, Table, constant_settings, number, percent, render
 from repro.results.record import RunRecord
-
-
-def _kind(workload: str) -> str:
-    from repro.workloads.catalog import kind_of
-
-    return kind_of(workload)
-
+from repro.workloads.catalog import kind_of
 
 TTA_KEYS = ("stack", "workers", "target")
 
 
 def _tta_data(rec: RunRecord) -> dict[str, Any]:
-    m = rec.metrics if rec.status == "ok" else {}
+    stated = TtaMetrics.model_validate(rec.metrics)
+    m = stated if rec.status == "ok" else TtaMetrics()
     return {"id": rec.id, "stack": rec.stack.name, "stack_hash": rec.stack.hash, "workers": rec.settings.workers,
-            "hosts": rec.settings.hosts, "status": rec.status, "target": rec.metrics.get("target"),
-            "reached": m.get("reached"), "time_to_accuracy_s": m.get("time_to_accuracy_s"),
-            "epochs": m.get("epochs"), "final_top1": _final(m), "final_top5": m.get("final_top5"),
-            "compute_s": m.get("compute_s"), "communication_s": m.get("communication_s"),
-            "metric": rec.metrics.get("accuracy_metric") or "top1", "failure": rec.failure}
+            "hosts": rec.settings.hosts, "status": rec.status, "target": stated.target,
+            "reached": m.reached, "time_to_accuracy_s": m.time_to_accuracy_s,
+            "epochs": m.epochs, "final_top1": _final(m), "final_top5": m.final_top5,
+            "compute_s": m.compute_s, "communication_s": m.communication_s,
+            "metric": stated.accuracy_metric, "failure": rec.failure}
 
 
-def _final(m: dict[str, Any]) -> Any:
+def _final(m: TtaMetrics) -> float | None:
     """The run's final quality: top-1, or the figure an imported log names (log perplexity, eval loss, mAP)."""
-    if m.get("final_top1") is not None or (m.get("accuracy_metric") or "top1") == "top1":
-        return m.get("final_top1")
-    value = m.get("final_accuracy")
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if m.final_top1 is not None or m.accuracy_metric == TOP1:
+        return m.final_top1
+    return m.final_accuracy
 
 
 def _quality(data: Sequence[dict[str, Any]]) -> str:
@@ -97,7 +92,7 @@ def _tta_aggregate_cells(d: dict[str, Any], quality: str = "top-1") -> list[str]
 def tta_document(records: Sequence[RunRecord]) -> Document:
     """One row per time-to-accuracy run (time, epochs, final accuracy, compute and communication time), and per
     point of several runs an aggregate row: the means, and how many runs reached the target."""
-    runs = [_tta_data(r) for r in records if _kind(r.settings.workload) == "tta"]
+    runs = [_tta_data(r) for r in records if kind_of(r.settings.workload) == "tta"]
     groups = _tta_groups(runs)
     several = any(len(g) > 1 for g in groups)
     data: list[dict[str, Any]] = []

@@ -1,12 +1,6 @@
-"""The built-in kinds' end-of-sweep reports `repro bench` prints, as documents (pure, from records).
-
-Which report a sweep gets is its comparison kind's choice (repro.compare.kind.sweep_document).
-
-CNN sweeps: the scaling table of seeds 000/001 (repro.results.report). All-reduce sweeps: per message
-size, both paths side by side (Horovod's and the raw MPI_Allreduce), nccl-tests' way: time, algbw and
-busbw in GB/s, #wrong, the Horovod/raw ratio and busbw as a fraction of the link, with the average bus
-bandwidth. Time-to-accuracy sweeps (repro.results.tta_summary): time, epochs, accuracy and the
-compute/communication split.
+"""The allreduce kind's end-of-sweep report (pure, from records): per message size, both paths side by side
+(Horovod's and the raw MPI_Allreduce), nccl-tests' way: time, algbw and busbw in GB/s, #wrong, the Horovod/raw
+ratio and busbw as a fraction of the link, with the average bus bandwidth.
 """
 
 from __future__ import annotations
@@ -17,25 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from repro.compare.kinds.allreduce.metrics import AllreduceMetrics, PathResult, SizeResult
 from repro.formats import Column, Document, Table, Text, number, percent, render
 from repro.results.record import RunRecord
+from repro.workloads.catalog import kind_of
 
 GB = 1e9  # bytes per second in one GB/s (nccl-tests' unit)
 GBIT = 1e9 / 8  # bytes per second in one Gbit/s (link speeds)
 PATHS = ("horovod", "raw")
 PATH_LABEL = {"horovod": "hvd", "raw": "raw"}
-
-
-def scaling_report(records: Sequence[RunRecord], fmt: str = "table", *, warmup: str = "fixed",
-                   baseline_workers: int | None = None) -> str:
-    """The scaling table (workers, images/sec, per worker, speedup, efficiency) of these records.
-
-    warmup: "fixed" or "auto" (repro.results.steady); baseline_workers: a named baseline point.
-    """
-    from repro.results import metrics, report
-
-    pts = metrics.points(records, warmup=warmup)
-    return report.scaling_table(metrics.scaling(pts, baseline_workers=baseline_workers), fmt)
 
 
 def link_gbps(record: RunRecord) -> float | None:
@@ -110,25 +94,24 @@ class AllreduceSweep:
         return any(s.raw is not None for s in self.sizes)
 
 
-def _path(rows: Sequence[dict[str, Any]], nbytes: int, factor: float, wrong: Sequence[Any]) -> PathFigures:
+def _path(rows: Sequence[PathResult], nbytes: int, factor: float, wrong: Sequence[float | None]) -> PathFigures:
     """A path's figures from its result rows of every run: the median of the pooled latencies."""
-    pooled = [float(x) for r in rows for x in r.get("latencies") or []]
+    pooled = [float(x) for r in rows for x in r.latencies]
     if not pooled:
-        pooled = [float(r["latency_median"]) for r in rows if r.get("latency_median")]
+        pooled = [float(r.latency_median) for r in rows if r.latency_median]
     latency = statistics.median(pooled) if pooled else None
     algbw = nbytes / latency if latency else None
-    counted = [int(w) for w in wrong if isinstance(w, (int, float)) and not isinstance(w, bool)]
+    counted = [int(w) for w in wrong if w is not None]
     return PathFigures(latency, algbw, algbw * factor if algbw is not None else None,
                        sum(counted) if counted else None)
 
 
-def _framework_path(record: RunRecord) -> str:
+def _framework_path(record: RunRecord, m: AllreduceMetrics) -> str:
     """What the `hvd` columns measured: Horovod's allreduce with its controller, cycle time and fusion threshold, or
     the path a framework's own all-reduce workload names (torch_allreduce: torch.distributed.all_reduce)."""
-    backend = str(record.metrics.get("backend") or record.settings.backend or "?")
-    path = record.metrics.get("path")
-    if isinstance(path, str) and path:
-        return f"hvd: the framework's all-reduce, {path}"
+    backend = str(m.backend or record.settings.backend or "?")
+    if m.path:
+        return f"hvd: the framework's all-reduce, {m.path}"
     return f"hvd: Horovod's allreduce, {backend} controller, {_horovod_settings(record)}"
 
 
@@ -143,37 +126,31 @@ def _horovod_settings(record: RunRecord) -> str:
 
 def _sweep(group: Sequence[RunRecord], link: float | None) -> AllreduceSweep:
     first = group[0]
+    read = [AllreduceMetrics.model_validate(rec.metrics) for rec in group]
+    m = read[0]
     n = first.settings.workers
-    factor = float(first.metrics.get("bus_factor") or (2.0 * (n - 1) / n))
-    by_size: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
-    for rec in group:
-        for row in rec.metrics.get("results") or []:
-            if isinstance(row, dict) and "bytes" in row:
-                by_size[(str(row.get("dtype", "?")), int(row["bytes"]))].append(row)
+    factor = float(m.bus_factor or (2.0 * (n - 1) / n))
+    by_size: dict[tuple[str, int], list[SizeResult]] = defaultdict(list)
+    for stated in read:
+        for row in stated.results:
+            by_size[(row.dtype, row.bytes)].append(row)
     sizes = []
     for (dtype, nbytes), rows in sorted(by_size.items()):
-        raws = [r["raw"] for r in rows if isinstance(r.get("raw"), dict)]
-        raw = _path(raws, nbytes, factor, [r.get("raw_wrong") for r in rows]) if raws else None
-        sizes.append(SizeRow(dtype, int(rows[0].get("elements") or 0), nbytes,
-                             _path(rows, nbytes, factor, [r.get("wrong") for r in rows]), raw))
-    m = first.metrics
+        raws = [r.raw for r in rows if r.raw is not None]
+        raw = _path(raws, nbytes, factor, [r.raw_wrong for r in rows]) if raws else None
+        sizes.append(SizeRow(dtype, rows[0].elements, nbytes, _path(rows, nbytes, factor, [r.wrong for r in rows]),
+                             raw))
     return AllreduceSweep(first.stack.name, first.stack.hash, n, first.settings.hosts,
-                          str(m.get("backend") or first.settings.backend or "?"), m.get("raw_backend"),
-                          m.get("raw_missing"), _framework_path(first), link or link_gbps(first), factor,
+                          str(m.backend or first.settings.backend or "?"), m.raw_backend,
+                          m.raw_missing, _framework_path(first, m), link or link_gbps(first), factor,
                           len(group), tuple(sizes))
-
-
-def _kind(workload: str) -> str:
-    from repro.workloads.catalog import kind_of
-
-    return kind_of(workload)
 
 
 def allreduce_sweeps(records: Sequence[RunRecord], link: float | None = None) -> list[AllreduceSweep]:
     """One AllreduceSweep per point (stack and settings) of the successful all-reduce records."""
     groups: dict[tuple, list[RunRecord]] = defaultdict(list)
     for rec in records:
-        if rec.status == "ok" and _kind(rec.settings.workload) == "allreduce":  # Horovod's or torch.distributed's
+        if rec.status == "ok" and kind_of(rec.settings.workload) == "allreduce":  # Horovod's or torch.distributed's
             groups[(rec.stack.hash, rec.settings.key())].append(rec)
     return [_sweep(g, link) for g in groups.values()]
 
