@@ -18,6 +18,7 @@ from typing import Protocol
 from repro.errors import HostError, ReproError
 from repro.hosts.inventory import Host
 from repro.hosts.remote import Remote, docker_argv
+from repro.progress import Lines, silent
 
 
 class ImageSource(Protocol):
@@ -32,7 +33,6 @@ class ImageSource(Protocol):
         ...
 
 
-Progress = Callable[[str], None]
 SHIPPED, ALREADY, FAILED = "shipped", "already there", "failed"
 LOAD_TIMEOUT_S = 3600
 INSPECT_TIMEOUT_S = 60
@@ -118,7 +118,7 @@ def _pull(remote: Remote, ref: str, tag: str) -> None:
 
 
 def _ship_one(source: ImageSource, host: Host, tag: str, image_id: str, push: Callable[[str], str],
-              progress: Progress) -> ShipResult:
+              progress: Lines) -> ShipResult:
     how = method(host)
     t0 = time.monotonic()
     try:
@@ -144,7 +144,7 @@ def _ship_one(source: ImageSource, host: Host, tag: str, image_id: str, push: Ca
 
 
 def ship(tag: str, image_id: str, hosts: Sequence[Host], *, source: ImageSource,
-         progress: Progress = lambda _line: None, parallel: int = 4) -> tuple[ShipResult, ...]:
+         progress: Lines = silent, parallel: int = 4) -> tuple[ShipResult, ...]:
     """Put image `tag` (id `image_id`, from `source`) on every host, `parallel` at a time; a result each."""
     pushed: dict[str, str] = {}
     guard = threading.Lock()

@@ -21,7 +21,7 @@ import json
 import os
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +32,7 @@ import yaml
 from repro.errors import ImageError, InputError, VerificationError
 from repro.image import verify
 from repro.image.engine import engine, image_id
+from repro.progress import Lines, silent
 from repro.results.provenance import ImageLock
 from repro.results.redact import is_redacted, redact_tree
 
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from repro.manifest.schema import Stack
     from repro.results.store import Store
 
-Progress = Callable[[str], None]
 FORMAT = "repro.archive/1"
 MANIFEST, LOCK, STACK, DOCKERFILE, BASE_DOCKERFILE, IMAGE = (
     "repro-archive.json", "lock.json", "stack.json", "Dockerfile", "base.Dockerfile", "image.tar")
@@ -94,7 +94,7 @@ def _add(tar: tarfile.TarFile, name: str, size: int, data: IO[bytes]) -> None:
 
 
 def write_archive(loaded: LoadedStack, store: Store, out: Path, *, docker_host: str | None = None,
-                  progress: Progress = lambda _line: None) -> ArchiveResult:
+                  progress: Lines = silent) -> ArchiveResult:
     """Write the stack's locked image, lock, resolved manifest and recipe into `out` (atomically)."""
     from repro.image.lock import read_lock
 
@@ -264,7 +264,7 @@ def read_archive(path: Path) -> tuple[ImageLock, Stack]:
     return lock, stack
 
 
-def load_image(client: docker.DockerClient, path: Path, lock: ImageLock, progress: Progress) -> bool:
+def load_image(client: docker.DockerClient, path: Path, lock: ImageLock, progress: Lines) -> bool:
     """Load the archive's image into the engine unless it holds the lock's image id already (then False);
     VerificationError when the engine does not hold the lock's image afterwards."""
     tag, want = lock.image.tag, lock.image.id

@@ -16,7 +16,7 @@ import re
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +27,7 @@ from repro.image import cuda_base, render
 from repro.image.cuda_base import CudaBaseRecipe
 from repro.image.engine import image_id
 from repro.image.render import RenderOptions
+from repro.progress import Lines, silent
 from repro.results.redact import redact_argv, redact_text
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
     from repro.manifest import LoadedStack
 
-Progress = Callable[[str], None]
 TAIL_LINES = 25
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 _NO_SPACE = re.compile(r"no space left on device", re.IGNORECASE)
@@ -302,7 +302,7 @@ def _require_torch_wheel(stack, wheels: list[ContextFile], wh: Path | None, o: B
 # -- the engine ------------------------------------------------------------------------------------
 
 
-def require_base(client: docker.DockerClient, base: str, progress: Progress,
+def require_base(client: docker.DockerClient, base: str, progress: Lines,
                  recipe: CudaBaseRecipe | None = None) -> str:
     """The base image's id: found in the engine, rebuilt from `recipe` (an end-of-life nvidia/cuda base),
     or pulled; ImageError saying how to provide it."""
@@ -333,7 +333,7 @@ def _base_hint(base: str) -> str:
     return "load it into the engine first (docker load, or docker pull from a registry you can reach)"
 
 
-def _rebuild_base(client: docker.DockerClient, recipe: CudaBaseRecipe, progress: Progress) -> str:
+def _rebuild_base(client: docker.DockerClient, recipe: CudaBaseRecipe, progress: Lines) -> str:
     """Build an end-of-life CUDA base from repro's recipe (needs NVIDIA's apt repositories)."""
     require_base(client, recipe.os_image, progress)
     progress(f"rebuilding {recipe.replaces} (end of life) as {recipe.tag} from recipe {recipe.name}")
@@ -373,7 +373,7 @@ def _context_tar(dockerfile: str, files: tuple[ContextFile, ...]) -> tempfile.Sp
 class _Transcript:
     """Follows a classic-builder stream: the log file, progress lines, the current step and its output."""
 
-    def __init__(self, log, progress: Progress) -> None:
+    def __init__(self, log, progress: Lines) -> None:
         self.log = log
         self.progress = progress
         self.step = ""
@@ -448,7 +448,7 @@ def _engine_build(client: docker.DockerClient, *, tag: str, what: str, context, 
 
 
 def build(plan: BuildPlan, *, client: docker.DockerClient, log_path: Path | None = None,
-          progress: Progress = lambda _line: None) -> BuildOutcome:
+          progress: Lines = silent) -> BuildOutcome:
     """Build the plan's image unless the engine already holds its tag; stream output to the log and progress."""
     started, t0 = _now(), time.monotonic()
     existing = image_id(client, plan.tag)
@@ -475,7 +475,7 @@ def _build_lock_path(client: docker.DockerClient, tag: str) -> Path:
 
 
 @contextlib.contextmanager
-def _build_lock(client: docker.DockerClient, tag: str, progress: Progress) -> Iterator[None]:
+def _build_lock(client: docker.DockerClient, tag: str, progress: Lines) -> Iterator[None]:
     path = _build_lock_path(client, tag)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
@@ -490,7 +490,7 @@ def _build_lock(client: docker.DockerClient, tag: str, progress: Progress) -> It
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _build_now(plan: BuildPlan, client: docker.DockerClient, log_path: Path | None, progress: Progress,
+def _build_now(plan: BuildPlan, client: docker.DockerClient, log_path: Path | None, progress: Lines,
                started: str, t0: float) -> BuildOutcome:
     require_base(client, plan.base_image, progress, plan.base_recipe)
     log = log_path.open("w", encoding="utf-8") if log_path else open(os.devnull, "w")  # noqa: SIM115

@@ -6,15 +6,13 @@ store keeps the lock and the restored manifest. This module only chains them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from repro.image import archive, verify
 from repro.image.engine import engine
+from repro.progress import Lines, silent
 from repro.results.store import Store
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -31,7 +29,7 @@ class RestoreResult:
 
 
 def restore(path: Path, store: Store, *, docker_host: str | None = None,
-            progress: Progress = lambda _line: None) -> RestoreResult:
+            progress: Lines = silent) -> RestoreResult:
     """Check the archive, load its image, verify it against the lock, put the lock and manifest in the store."""
     path = Path(path)
     progress(f"checking {path}")

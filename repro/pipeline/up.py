@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -14,10 +13,9 @@ from repro.image.engine import EngineSource, engine, image_id
 from repro.image.lock import make_lock
 from repro.manifest import LoadedStack
 from repro.manifest.frameworks import FRAMEWORKS
+from repro.progress import Lines, silent
 from repro.results.provenance import ImageLock
 from repro.results.store import Store
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ class UpResult:
 
 
 def up(loaded: LoadedStack, *, store: Store, options: BuildOptions | None = None,
-       inventory: Inventory | None = None, progress: Progress = lambda _line: None,
+       inventory: Inventory | None = None, progress: Lines = silent,
        plan: BuildPlan | None = None) -> UpResult:
     """Build (unless built), verify and lock the stack's image, then put it on every host of the inventory.
 

@@ -17,7 +17,7 @@ from repro.hosts.inventory import Host, Inventory
 from repro.launch.launchers import LAUNCHERS, Launcher
 from repro.launch.plan import LaunchPlan
 from repro.launch.points import SweepSpec
-from repro.launch.runtimes import RUNTIMES, Outcome, RuntimeReport
+from repro.launch.runtimes import RUNTIMES, Outcome, Runtime
 from repro.launch.schedulers import SCHEDULERS, Scheduler
 from repro.launch.workloads import WORKLOADS, find_result
 from repro.manifest import load_stack
@@ -66,35 +66,16 @@ class Solo(Launcher):
         return list(command)
 
 
-class SubprocessRuntime:
-    """this machine's own processes, no checks"""
+class SubprocessRuntime(Runtime):
+    """this machine's own processes, no checks (three members: every other one has its default)"""
 
     name = "subprocess"
-    needs_image = False
-    batch_only = False
-    batch_launchers = None
-
-    def __init__(self, stack, image) -> None:
-        self.stack = stack
 
     @classmethod
     def plan(cls, point, placement, ctx) -> LaunchPlan:
         command = WORKLOADS.get(point.workload).command(point, sys.executable)
         argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, [], interface="lo", ssh=None, forwarded=())
         return LaunchPlan(point, placement, cls.name, ctx.launcher, {}, argv, argv)
-
-    def prepare(self, hosts, backend, via=None, progress=None) -> RuntimeReport:
-        return RuntimeReport()
-
-    @classmethod
-    def job(cls, point, placement, ctx, nodes):
-        raise NotImplementedError("no batch form")
-
-    def node_command(self, argv, host):
-        return None
-
-    def cleanup_stale(self, hosts) -> list[str]:
-        return []
 
     def run(self, plan: LaunchPlan, timeout: float, progress=None) -> Outcome:
         t0 = time.monotonic()

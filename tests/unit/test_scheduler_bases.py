@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from repro.launch.launchers import LAUNCHERS, Launcher
-from repro.launch.runtimes import RUNTIMES
+from repro.launch.runtimes import RUNTIMES, Runtime
 from repro.launch.schedulers import SCHEDULERS, Scheduler
 
 
@@ -65,9 +65,41 @@ def test_registries_refuse_plug_ins_that_do_not_declare_the_members():
         with pytest.raises(TypeError, match="must be an instance"):
             registry.add("loose", Loose())
         assert "loose" not in registry
-    with pytest.raises(TypeError, match=r"lacks .*job.*node_command"):
+    with pytest.raises(TypeError, match=r"must be a subclass of repro.launch.runtimes.Runtime"):
         RUNTIMES.add("loose", Loose)
     assert "loose" not in RUNTIMES
+
+
+def test_a_runtime_needs_a_form_to_run_in_and_spells_its_members_right():
+    class Nothing(Runtime):
+        name = "nothing"
+
+    with pytest.raises(TypeError, match=r"no plan\(\) and run\(\)"):
+        RUNTIMES.add("nothing", Nothing)
+
+    class BatchWithoutJob(Runtime):
+        name = "batchless"
+        batch_only = True
+
+    with pytest.raises(TypeError, match=r"batch-only but has no job\(\)"):
+        RUNTIMES.add("batchless", BatchWithoutJob)
+    assert "nothing" not in RUNTIMES and "batchless" not in RUNTIMES
+    with pytest.raises(TypeError, match=r"misspelling of Runtime\.cleanup_stale"):
+        class Misspelt(Runtime):
+            name = "misspelt"
+
+            def cleanup_stal(self, hosts):
+                return []
+
+
+def test_kubernetes_asks_the_runtime_s_capability_not_its_name():
+    from repro.errors import InputError
+    from repro.launch.schedulers.kubernetes import Kubernetes
+
+    assert [n for n in RUNTIMES if RUNTIMES.get(n).image_based] == ["docker"]
+    with pytest.raises(InputError, match="the host runtime does not run under --scheduler kubernetes"):
+        Kubernetes.check(Kubernetes.__new__(Kubernetes), "host", "mpirun")
+    Kubernetes.check(Kubernetes.__new__(Kubernetes), "docker", "mpirun")
 
 
 def test_the_built_ins_keep_their_capabilities():

@@ -1,8 +1,9 @@
 """Runtimes: the software environment a point's ranks run in, and how it is set up and torn down.
 
     @RUNTIMES.register("docker")
-    class DockerRuntime:
+    class DockerRuntime(Runtime):                                  # defaults for what it does not give
         needs_image = True
+        image_based = True                                         # a container engine runs the image (pods too)
         @classmethod
         def plan(cls, point, placement, ctx) -> LaunchPlan: ...      # pure
         def __init__(self, stack, image): ...
@@ -18,6 +19,8 @@ system chose, and what the job script does around it (a JobStep; rendered, never
 `prepare` reaches the hosts through `via` (a callable giving a Remote-like object per host: SSH by
 default, `srun` on that node under Slurm). A runtime with `batch_only = True` has no `direct` form.
 
+A toy runtime needs `name`, `plan` and `run` (tests/unit/test_extensions.py); every other member has a default.
+
 Built in: `host` (the hosts' own TensorFlow/Horovod/MPI, checked against the stack), `docker` (a
 worker container from the stack's image on every host), and for batch jobs `charliecloud` (ch-run of
 the image converted to a directory), `pyxis` (srun --container-image) and `apptainer` (apptainer exec
@@ -27,10 +30,14 @@ of a SIF). Adding one is a class plus a registration.
 from __future__ import annotations
 
 import textwrap
+from abc import ABC
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from repro.errors import LaunchError
+from repro.launch.bases import refuse_misspelt
+from repro.progress import Lines
 from repro.registry import Registry
 
 if TYPE_CHECKING:
@@ -131,45 +138,70 @@ class RuntimeReport:
 Via = Callable[["Host"], Any]
 
 
-class Runtime(Protocol):
-    """What the schedulers call of a runtime class; every member is required (checked at registration)."""
+class Runtime(ABC):
+    """What the schedulers call of a runtime class: every member, with its default. A runtime gives `plan` and
+    `run` (the direct form, over SSH) or, with `batch_only = True`, `job` (inside a batch job); either or both."""
 
     name: ClassVar[str]
-    needs_image: ClassVar[bool]
-    batch_only: ClassVar[bool]  # True: no direct form (runs inside a batch job only)
-    batch_launchers: ClassVar[tuple[str, ...] | None]  # the launchers it works with in a batch job (None: any)
+    needs_image: ClassVar[bool] = False  # True: it runs the stack's image (`repro up` built and locked it)
+    # True: its ranks run in containers a container engine starts from the stack's image, which is what a
+    # Kubernetes pod is (the kubernetes scheduler accepts only such a runtime)
+    image_based: ClassVar[bool] = False
+    batch_only: ClassVar[bool] = False  # True: no direct form (runs inside a batch job only)
+    batch_launchers: ClassVar[tuple[str, ...] | None] = None  # the launchers it works with in a batch job (None: any)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        refuse_misspelt(cls, Runtime)
+
+    def __init__(self, stack: Stack, image: ImageLock | None = None) -> None:
+        self.stack = stack
+        self.image = image
 
     @classmethod
-    def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan: ...
+    def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
+        """The launch plan of one point (pure; default: none, the runtime runs inside batch jobs only)."""
+        raise LaunchError(f"the {cls.name} runtime runs inside batch jobs only", hint="use --scheduler slurm")
 
     @classmethod
     def job(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext,
-            nodes: tuple[Host, ...]) -> JobStep: ...
+            nodes: tuple[Host, ...]) -> JobStep:
+        """How each rank runs inside a batch job (pure; default: it has no batch form)."""
+        raise LaunchError(f"the {cls.name} runtime does not run inside batch jobs",
+                          hint="choose another --runtime for --scheduler slurm")
 
     def prepare(self, hosts: list[Host], backend: str, via: Via | None = None,
-                progress: Callable[[str], None] | None = None) -> RuntimeReport: ...
+                progress: Lines | None = None) -> RuntimeReport:
+        """What it checks on the hosts before the sweep (default: nothing)."""
+        return RuntimeReport(image=self.image)
 
-    def cleanup_stale(self, hosts: list[Host]) -> list[str]: ...
+    def cleanup_stale(self, hosts: list[Host]) -> list[str]:
+        """What an interrupted run left behind, removed (default: nothing to remove)."""
+        return []
 
-    def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome: ...
+    def run(self, plan: LaunchPlan, timeout: float, progress: Lines | None = None) -> Outcome:
+        """Run one point and always clean up (default: none, the runtime runs inside batch jobs only)."""
+        raise LaunchError(f"the {self.name} runtime runs inside batch jobs only", hint="use --scheduler slurm")
 
     def node_command(self, argv: list[str], host: Host) -> list[str] | None:
         """`argv` as it runs in this runtime's environment on a batch node (None: cannot be run there alone)."""
-        ...
-
-
-_MEMBERS = ("name", "needs_image", "batch_only", "batch_launchers", "plan", "job", "prepare", "cleanup_stale", "run",
-            "node_command")
+        return None
 
 
 def _check(cls: type) -> None:
-    """A runtime is registered with every member of the Runtime protocol (a misspelt one is refused here)."""
-    missing = [m for m in _MEMBERS if not hasattr(cls, m)]
-    if missing:
-        raise TypeError(f"runtime {getattr(cls, '__name__', cls)!r} lacks {', '.join(missing)} (see Runtime)")
+    """A runtime is a Runtime subclass with a form to run in: `plan` and `run`, or (batch_only) `job`."""
+    if not (isinstance(cls, type) and issubclass(cls, Runtime)):
+        raise TypeError(f"runtime {getattr(cls, '__name__', cls)!r} must be a subclass of "
+                        "repro.launch.runtimes.Runtime (every member the schedulers call, with its default)")
+    if cls.batch_only and cls.job.__func__ is Runtime.job.__func__:  # type: ignore[attr-defined]
+        raise TypeError(f"runtime {cls.__qualname__} is batch-only but has no job()")
+    if not cls.batch_only and (cls.plan.__func__ is Runtime.plan.__func__  # type: ignore[attr-defined]
+                               or cls.run is Runtime.run):
+        raise TypeError(f"runtime {cls.__qualname__} has no plan() and run() (its direct form); one that runs "
+                        "inside batch jobs only says batch_only = True and gives job()")
 
 
-RUNTIMES: Registry[type] = Registry("runtime", on_add=_check)
+RUNTIMES: Registry[type[Runtime]] = Registry("runtime", on_add=_check)
 
 
 def plan_point(point: Settings, placement: tuple[Placement, ...], runtime: str, ctx: PlanContext) -> LaunchPlan:

@@ -27,8 +27,16 @@ from typing import ClassVar
 from repro.errors import BackendUnavailable, LaunchError
 from repro.hosts.inventory import Host
 from repro.launch.placement import Placement
-from repro.launch.plan import CONTAINER_DATA, LaunchPlan, PlanContext, run_env
-from repro.launch.runtimes import NODE_PATH_FUNCTION, RUNTIMES, JobStep, Outcome, RuntimeReport, Via, rank_wrapper
+from repro.launch.plan import CONTAINER_DATA, PlanContext, run_env
+from repro.launch.runtimes import (
+    NODE_PATH_FUNCTION,
+    RUNTIMES,
+    JobStep,
+    Runtime,
+    RuntimeReport,
+    Via,
+    rank_wrapper,
+)
 from repro.launch.workloads import WORKLOADS
 from repro.manifest.schema import Stack
 from repro.results.provenance import ImageLock
@@ -84,23 +92,18 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout: float,
 
 
 @RUNTIMES.register("charliecloud")
-class CharliecloudRuntime:
+class CharliecloudRuntime(Runtime):
     """ch-run of the stack's image, converted to a directory on a filesystem the nodes share (batch jobs)."""
 
     name: ClassVar[str] = "charliecloud"
     needs_image: ClassVar[bool] = True
     batch_only: ClassVar[bool] = True
-    batch_launchers: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, stack: Stack, image: ImageLock | None) -> None:
         if image is None:
             raise LaunchError("the charliecloud runtime needs the stack's image", hint="run `repro up STACK` first")
         self.stack = stack
         self.image = image
-
-    @classmethod
-    def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
-        raise LaunchError("the charliecloud runtime runs inside batch jobs only", hint="use --scheduler slurm")
 
     @classmethod
     def job(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext,
@@ -170,9 +173,3 @@ class CharliecloudRuntime:
                               + "\n  ".join(problems),
                               hint="repro_charliecloud_images must be on a filesystem every node sees")
         return RuntimeReport(image=self.image)
-
-    def cleanup_stale(self, hosts: list[Host]) -> list[str]:
-        return []
-
-    def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome:
-        raise LaunchError("the charliecloud runtime runs inside batch jobs only", hint="use --scheduler slurm")

@@ -29,7 +29,7 @@ from repro.launch.plan import (
     PlanContext,
     run_env,
 )
-from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
+from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, Runtime, RuntimeReport, Via
 from repro.launch.runtimes.docker_job import docker_job
 from repro.launch.runtimes.nccl_read import read_nccl, remove_dir
 from repro.launch.runtimes.watch import Watch, supervise
@@ -64,13 +64,12 @@ def container_plan(host: Host, run_id: str, image: str, ssh_port: int, *, gpus: 
 
 
 @RUNTIMES.register("docker")
-class DockerRuntime:
+class DockerRuntime(Runtime):
     """Worker containers from the stack's image on every host; the launcher inside the first one."""
 
     name: ClassVar[str] = "docker"
     needs_image: ClassVar[bool] = True
-    batch_only: ClassVar[bool] = False
-    batch_launchers: ClassVar[tuple[str, ...] | None] = None
+    image_based: ClassVar[bool] = True
 
     def __init__(self, stack: Stack, image: ImageLock | None) -> None:
         if image is None:

@@ -16,13 +16,12 @@ from repro.hosts.remote import Remote
 from repro.launch.launchers import LAUNCHERS, SshOptions
 from repro.launch.placement import Placement
 from repro.launch.plan import FORWARDED_HOST, LaunchPlan, PlanContext, run_env
-from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
+from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, Runtime, RuntimeReport, Via
 from repro.launch.runtimes.nccl_read import gather_nccl
 from repro.launch.runtimes.watch import Watch, supervise
 from repro.launch.workloads import WORKLOADS
 from repro.manifest.schema import Stack
 from repro.manifest.software import Software, from_host_probe, mismatches
-from repro.results.provenance import ImageLock
 from repro.results.record import Settings
 
 PROBE_TIMEOUT_S = 180
@@ -116,16 +115,10 @@ def check_hosts(stack: Stack, hosts: list[Host], *, backend: str, via: Via | Non
 
 
 @RUNTIMES.register("host")
-class HostRuntime:
+class HostRuntime(Runtime):
     """Run on the hosts' own installed software."""
 
     name: ClassVar[str] = "host"
-    needs_image: ClassVar[bool] = False
-    batch_only: ClassVar[bool] = False
-    batch_launchers: ClassVar[tuple[str, ...] | None] = None
-
-    def __init__(self, stack: Stack, image: ImageLock | None = None) -> None:
-        self.stack = stack
 
     @classmethod
     def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
@@ -160,9 +153,6 @@ class HostRuntime:
         """checking the hosts' Python, TensorFlow, Horovod and MPI against the stack (imports TensorFlow on each
         host: up to a minute on a busy machine)"""
         return RuntimeReport(host_software=check_hosts(self.stack, hosts, backend=backend, via=via))
-
-    def cleanup_stale(self, hosts: list[Host]) -> list[str]:
-        return []
 
     def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome:
         started = time.monotonic()

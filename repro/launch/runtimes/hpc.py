@@ -15,21 +15,28 @@ from typing import ClassVar
 from repro.errors import LaunchError
 from repro.hosts.inventory import Host
 from repro.launch.placement import Placement
-from repro.launch.plan import CONTAINER_DATA, LaunchPlan, PlanContext, run_env
-from repro.launch.runtimes import NODE_PATH_FUNCTION, RUNTIMES, JobStep, Outcome, RuntimeReport, Via, rank_wrapper
+from repro.launch.plan import CONTAINER_DATA, PlanContext, run_env
+from repro.launch.runtimes import (
+    NODE_PATH_FUNCTION,
+    RUNTIMES,
+    JobStep,
+    Runtime,
+    RuntimeReport,
+    Via,
+    rank_wrapper,
+)
 from repro.launch.workloads import WORKLOADS
 from repro.manifest.schema import Stack
 from repro.results.provenance import ImageLock
 from repro.results.record import Settings
 
 
-class _ImageFile:
+class _ImageFile(Runtime):
     """A runtime that runs the stack's image from a file (squashfs, SIF) on the nodes' shared filesystem."""
 
     name: ClassVar[str]
     needs_image: ClassVar[bool] = True
     batch_only: ClassVar[bool] = True
-    batch_launchers: ClassVar[tuple[str, ...] | None] = None  # the launchers it works with in a job (None: any)
     images_var: ClassVar[str]  # inventory variable: the directory of the image files
     suffix: ClassVar[str]
     binary: ClassVar[str]  # the program that runs the image on a node: looked for before anything is submitted
@@ -56,10 +63,6 @@ class _ImageFile:
         return first, cls.image_file(first, ctx.image), command, run_env(ctx.stack_env, interface=first.interface,
                                                                        gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
 
-    @classmethod
-    def plan(cls, point: Settings, placement: tuple[Placement, ...], ctx: PlanContext) -> LaunchPlan:
-        raise LaunchError(f"the {cls.name} runtime runs inside batch jobs only", hint="use --scheduler slurm")
-
     def prepare(self, hosts: list[Host], backend: str, via: Via | None = None,
                 progress: Callable[[str], None] | None = None) -> RuntimeReport:
         """The runtime's program must be on every node's PATH and the image file readable there (through srun)."""
@@ -85,12 +88,6 @@ class _ImageFile:
     @staticmethod
     def make_hint(tag: str, path: str) -> str:
         raise NotImplementedError
-
-    def cleanup_stale(self, hosts: list[Host]) -> list[str]:
-        return []
-
-    def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome:
-        raise LaunchError(f"the {self.name} runtime runs inside batch jobs only", hint="use --scheduler slurm")
 
 
 @RUNTIMES.register("pyxis")

@@ -28,7 +28,7 @@ from repro.hosts.inventory import Host, Inventory
 from repro.launch.launchers import LAUNCHERS, Allocation
 from repro.launch.placement import Placement
 from repro.launch.plan import CONTAINER_DATA, LaunchPlan, PlanContext, run_env
-from repro.launch.runtimes import Outcome, Runtime
+from repro.launch.runtimes import RUNTIMES, Outcome, Runtime
 from repro.launch.schedulers import SCHEDULERS, Scheduler, kube_check, kube_render
 from repro.launch.schedulers.kube_options import OPTIONS
 from repro.launch.schedulers.kube_render import KubeJob
@@ -97,7 +97,7 @@ class Kubernetes(Scheduler):
     def check(self, runtime: str, launcher: str, backends: tuple[str, ...] = ("mpi",)) -> None:
         """Refuse, before anything, what the pods cannot run: a runtime other than the stack's image, another
         launcher than mpirun/torchrun, Horovod's Gloo controller (its rendezvous needs the hosts beforehand)."""
-        if runtime != "docker":
+        if not RUNTIMES.get(runtime).image_based:
             raise InputError(f"the {runtime} runtime does not run under --scheduler kubernetes: the pods run the "
                              "stack's image", hint="use --runtime docker (the image `repro up` built and locked)")
         if launcher not in ("mpirun", "torchrun"):
