@@ -49,7 +49,7 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
             runtime: str | None = None) -> PrepareResult:
     """Prepare (or with check_only, only check) the inventory's hosts; store facts; evaluate readiness for the
     runtime the benchmark will use (`runtime`, else the one `repro bench` would choose for this inventory)."""
-    from repro.pipeline.bench import choose_runtime
+    from repro.pipeline.sweep_plan import choose_runtime
 
     inventory = load_inventory(inventory_path)
     runtime = choose_runtime(inventory, runtime)

@@ -22,14 +22,10 @@ from repro.errors import InputError
 from repro.hosts.inventory import Inventory
 from repro.launch.points import SweepSpec
 from repro.manifest import LoadedStack
-from repro.pipeline.bench import (
-    BenchOptions,
-    LineProgress,
-    _progress,
-    admitted_sweeps,
-    conditions_sampler,
-    start_runs,
-)
+from repro.pipeline.progress import as_progress
+from repro.pipeline.running import conditions_sampler, start_runs
+from repro.pipeline.sweep_plan import BenchOptions, admitted_sweeps
+from repro.progress import Progress
 from repro.results import metrics, sequential, stats, steady
 from repro.results.record import RunRecord, new_id
 from repro.results.store import Store
@@ -107,7 +103,7 @@ def until_verdict(stacks: Sequence[LoadedStack], inventory: Inventory, spec: Swe
     if options.resume:
         raise InputError("--until-verdict does not resume: every invocation is its own sequential test",
                          hint="run it again without --resume (earlier pairs stay in the store)")
-    out = _progress(progress)
+    out = as_progress(progress)
     options = replace(options, repeats=rule.max_pairs)  # the sweep id names the plan: one point, up to N pairs
     loaded, sweeps = admitted_sweeps(list(stacks), inventory, spec, options, store)
     if len(sweeps[0].points) != 1:
@@ -157,7 +153,7 @@ def until_verdict(stacks: Sequence[LoadedStack], inventory: Inventory, spec: Swe
                          (loaded[0].stack.name, loaded[1].stack.name), (runs[0].sweep.id, runs[1].sweep.id), advice)
 
 
-def _run_pair(runs: list, index: int, group: str, rule: sequential.Rule, out: LineProgress) -> list[RunRecord]:
+def _run_pair(runs: list, index: int, group: str, rule: sequential.Rule, out: Progress) -> list[RunRecord]:
     """Both runs of pair `index`, in its order; returns [A's record, B's record]."""
     got: dict[int, RunRecord] = {}
     for n, k in enumerate(pair_order(index)):

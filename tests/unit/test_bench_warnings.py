@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from repro.pipeline.bench import BenchOptions, _Run
+from repro.pipeline.running import _Run
+from repro.pipeline.sweep_plan import BenchOptions
 from repro.results import steady
 from tests.unit import real_steps
 

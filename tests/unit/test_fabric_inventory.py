@@ -15,7 +15,7 @@ from repro.launch import collect
 from repro.launch.points import SweepSpec, point_key
 from repro.launch.runtimes import Outcome, RuntimeReport
 from repro.manifest import load_stack
-from repro.pipeline.bench import BenchOptions, plan_sweep
+from repro.pipeline.sweep_plan import BenchOptions, plan_sweep
 from repro.results.record import StackRef, SweepRef
 from repro.results.store import Store
 from tests.unit.test_launch_plan import _result

@@ -7,7 +7,7 @@ import pytest
 
 from repro.compare.kinds.throughput.sweep import scaling_document
 from repro.formats import render
-from repro.pipeline.bench import sweep_records
+from repro.pipeline.running import sweep_records
 from repro.results import metrics, steady
 from repro.results.store import Store
 from tests.unit import real_steps

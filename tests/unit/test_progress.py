@@ -93,7 +93,7 @@ def test_the_live_bar_shows_a_numeric_eta_and_the_steps_of_a_point(capsys):
 
 
 def test_lines_of_training_steps_are_thinned_in_logs():
-    from repro.pipeline.bench import STEP_LINE_EVERY_S, LineProgress
+    from repro.pipeline.progress import STEP_LINE_EVERY_S, LineProgress
 
     clock, lines = Clock(), []
     progress = LineProgress(lines.append, clock)

@@ -45,7 +45,7 @@ def test_a_single_thread_count_goes_to_the_caption():
 
 
 def test_the_sweep_labels_its_points_with_their_threads():
-    from repro.pipeline.bench import _describe
+    from repro.pipeline.running import _describe
 
     point = _records()[0].settings
     assert "threads=1" in _describe(point, 0, 1)

@@ -13,7 +13,7 @@ from repro.launch.launchers import LAUNCHERS, Allocation, SshOptions
 from repro.launch.placement import place
 from repro.launch.points import SweepSpec, expand
 from repro.manifest import load_stack
-from repro.pipeline.bench import check_framework, runtime_backend
+from repro.pipeline.sweep_plan import check_framework, runtime_backend
 from repro.workloads import WorkloadError
 from repro.workloads._torch import rank_environment, slurm_local_size
 from repro.workloads.catalog import spec_of
