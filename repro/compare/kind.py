@@ -29,13 +29,13 @@ from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from repro.compare.model import KindMetrics
 from repro.errors import ResultsError
 from repro.formats import Block, Document
 from repro.registry import Registry
 
 if TYPE_CHECKING:
     from repro.compare.align import Pair
+    from repro.compare.model import KindMetrics
     from repro.compare.options import Options
     from repro.compare.view import View
     from repro.results import stats
@@ -67,10 +67,16 @@ class Kind(ABC):
 
     name: str = ""
     sequential: bool = False  # its points can be decided pair by pair (`repro bench --until-verdict`)
-    metrics: ClassVar[type[KindMetrics]] = KindMetrics  # the typed model of its workloads' metrics
+    # the typed model of its workloads' metrics (a repro.compare.model.KindMetrics; None: it reads none). pydantic
+    # is imported only when a kind reads one: `repro --help` lists the kinds without it
+    metrics: ClassVar[type[KindMetrics] | None] = None
 
     def read(self, record: RunRecord) -> Any:
         """The record's metrics as this kind's model (validated here, once per record and use)."""
+        if self.metrics is None:
+            from repro.compare.model import KindMetrics
+
+            return KindMetrics.model_validate(record.metrics)
         return self.metrics.model_validate(record.metrics)
 
     def summary(self, record: RunRecord) -> str:
