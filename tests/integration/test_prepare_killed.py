@@ -85,7 +85,7 @@ def _scratch(pid: int) -> list[Path]:
     return [p for root in roots if root.is_dir() for p in root.glob(f"repro-*-{pid}-*")]
 
 
-def _prepare(server: Server, tmp_path: Path, known: Path) -> tuple[list[str], dict[str, str]]:
+def _prepare(sshd: Server, tmp_path: Path, known: Path) -> tuple[list[str], dict[str, str]]:
     playbooks = tmp_path / "playbooks"
     shutil.copytree(REPO / "playbooks", playbooks)
     (playbooks / "facts.yml").write_text(SLOW_FACTS)
@@ -93,8 +93,8 @@ def _prepare(server: Server, tmp_path: Path, known: Path) -> tuple[list[str], di
         path.chmod(path.stat().st_mode & ~0o022)
     inv = tmp_path / "hosts.yml"
     inv.write_text(yaml.safe_dump({"all": {"children": {"workers": {"hosts": {"h": {
-        "ansible_host": "127.0.0.1", "ansible_port": server.port, "ansible_user": server.user,
-        "ansible_ssh_private_key_file": str(server.client_key), "ansible_python_interpreter": "/usr/bin/python3",
+        "ansible_host": "127.0.0.1", "ansible_port": sshd.port, "ansible_user": sshd.user,
+        "ansible_ssh_private_key_file": str(sshd.client_key), "ansible_python_interpreter": "/usr/bin/python3",
         "repro_known_hosts": str(known)}}}}}}))
     env = {**os.environ, "REPRO_PLAYBOOKS": str(playbooks), "PYTHONPATH": str(REPO),
            "REPRO_STORE": str(tmp_path / "store")}
