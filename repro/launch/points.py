@@ -77,11 +77,13 @@ def _checked(option: Option, values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _stack_defaults(stack: Stack, workload: Workload) -> dict[str, Any]:
-    """The stack's benchmark defaults, for the throughput workloads its `benchmark` section describes."""
-    if workload.spec.kind != "throughput":
-        return {}
+    """The stack's benchmark defaults, for the throughput workloads its `benchmark` section describes, and for the
+    workload it names (a stack whose benchmark is `lm` gives lm's model and batch; another stack's resnet50 does
+    not reach lm)."""
     b = stack.benchmark
-    return {"model": b.model, "batch_per_worker": b.batch_size, "precision": "fp16" if b.fp16 else "fp32",
+    if workload.spec.kind != "throughput" and workload.spec.name != b.workload:
+        return {}
+    return {"model": b.model, "batch_per_worker": b.batch_size, "precision": b.precision or ("fp16" if b.fp16 else "fp32"),
             "xla": b.xla, "data_format": b.data_format, "warmup_steps": b.warmup_steps, "steps": b.steps}
 
 
