@@ -49,7 +49,7 @@ def test_the_lm_stack_sweeps_1_and_2_workers_and_records_tokens_flops_memory_and
 def test_fsdp_with_checkpointing_runs_under_mpirun_on_two_ranks(tmp_path):
     store = tmp_path / "store"
     repro("bench", "--stack", str(STACK), "--hosts", str(LOCAL), "--workers", "2", "--launcher", "mpirun",
-          "--parallelism", "fsdp", "--activation-checkpointing", *SMALL, store=store)
+          "--parallelism", "fsdp", "--activation-checkpointing", "on", *SMALL, store=store)
     (rec,) = Store(store).records()
     assert rec.status == "ok", rec.failure
     assert rec.settings.extra == {"seq_len": 32, "parallelism": "fsdp", "activation_checkpointing": True}
