@@ -123,13 +123,14 @@ def table(rows: Sequence[LmRow], columns: Sequence[str], confidence: float, thre
                       f"{r.ratio.ratio:.2f}x" if r.ratio.ratio else "-", interval, verdict(r.ratio),
                       percent(row.old.mfu), percent(row.new.mfu), lm.memory_text(row.old.peak_memory_bytes),
                       lm.memory_text(row.new.peak_memory_bytes), row.why or "-"))
-    caption = (f"tok/s: tokens/sec, geometric mean over runs; ±: half-width of its {conf} Student t interval, relative",
+    caption = (f"tok/s: tokens/sec, geometric mean over runs; ±: half-width of its {conf} Student t interval, "
+               "relative",
                f"NEW/OLD and verdict as for images/sec ({conf}; paired t for interleaved pairs; changes under "
                f"{threshold:.0%} are no significant difference)",
                "MFU: tokens/sec per device x model FLOPs per token / the device's sourced peak ('-': none known); "
                "mem: peak memory per rank",
                f"regression: tokens/sec significantly slower, or peak memory more than {MEMORY_GROWTH:.0%} higher")
     notes = tuple(f"{', '.join(f'{k} {v}' for k, v in row.key if k in columns)}: {n}"
-                  for row in rows for n in ([row.base.ratio.note] if row.base.ratio.note else []) + list(row.base.notes))
+                  for row in rows for n in [*([row.base.ratio.note] if row.base.ratio.note else []), *row.base.notes])
     return Table(tuple(heads), tuple(cells), tuple({"kind": "lm", **dict(r.key), **as_dict(r)} for r in rows),
                  title="Transformer training (tokens/sec): NEW/OLD", caption=caption, notes=notes, name="lm")

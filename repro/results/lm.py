@@ -116,8 +116,8 @@ def sweep_document(records: Sequence[RunRecord], *, warmup: str = "fixed",
     caption = [" · ".join(f"{k.replace('_', ' ')} {v}" for k, v in {**fixed, **shared}.items() if v is not None),
                interval_caption().replace("images/sec", UNIT),
                "per worker: tokens/sec / workers; speedup and efficiency as for images/sec (docs/statistics.md)",
-               "TFLOP/s/dev: tokens/sec per device x model FLOPs per token (6N + 12·L·H·Q·T, docs/lm.md); MFU: that / "
-               "the device's sourced peak at the run's precision ('-': none known, e.g. any CPU)",
+               "TFLOP/s/dev: tokens/sec per device x model FLOPs per token (6N + 12·L·H·Q·T, docs/lm.md); MFU: "
+               "that / the device's sourced peak at the run's precision ('-': none known, e.g. any CPU)",
                "peak mem/rank: the largest over ranks and runs (GPU: torch.cuda.max_memory_allocated; CPU: peak RSS)"]
     notes = [STEP_FOOTNOTE] if any(d["scope"] == "steps" and _noise(d) != "-" for d in data) else []
     table = Table(tuple(columns), cells, tuple(data), title="Transformer training (lm): tokens/sec",

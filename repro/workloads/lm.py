@@ -111,6 +111,7 @@ def lm_metrics(ranks: Sequence[dict[str, Any]], settings: dict[str, Any], device
     flops = settings["flops_per_token"]
     peak = lm_model.peak_flops(device, settings["precision"])
     memory = [r.get("peak_memory_bytes") for r in ranks]
+    windows = [r["step_times"][:steps] for r in ranks]
     return {
         "unit": "tokens/sec",
         "tokens_per_sec": tps,
@@ -127,7 +128,7 @@ def lm_metrics(ranks: Sequence[dict[str, Any]], settings: dict[str, Any], device
         "peak_memory_bytes_per_rank": memory,
         "memory_source": ranks[0].get("memory_source") if ranks else None,
         "params": settings["params"],
-        "step_time_median": common.median([max(t) for t in zip(*[r["step_times"][:steps] for r in ranks])]),
+        "step_time_median": common.median([max(t) for t in zip(*windows, strict=True)]),
         "warmup_time_total": max((sum(r["warmup_times"]) for r in ranks), default=0.0),
         "loss_first": losses[0] if losses else None,
         "loss_last": losses[-1] if losses else None,

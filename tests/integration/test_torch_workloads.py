@@ -136,7 +136,7 @@ def test_device_check_dry_run_prints_the_whole_check_without_running_it(tmp_path
 
 @pytest.mark.parametrize(("launcher", "parallelism"), [("torchrun", "ddp"), ("torchrun", "fsdp"), ("mpirun", "fsdp")])
 def test_lm_trains_a_tiny_transformer_on_two_ranks_and_reports_tokens_per_sec(launcher: str, parallelism: str) -> None:
-    result, stderr = launch(launcher, "lm", ["--model", "tiny", "--batch-size", "2", "--seq-len", "32",
+    result, _ = launch(launcher, "lm", ["--model", "tiny", "--batch-size", "2", "--seq-len", "32",
                                              "--parallelism", parallelism, "--activation-checkpointing",
                                              "--warmup-steps", "1", "--steps", "4"])
     assert result["workload"] == "lm" and result["world"]["size"] == 2

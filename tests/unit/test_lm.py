@@ -149,7 +149,8 @@ def test_compare_gives_tokens_per_sec_verdict_with_mfu_and_memory_in_every_forma
     assert "MFU NEW" in table and "2.00 GiB" in table
     data = json.loads(render(c, "json"))
     (point,) = data["lm"]
-    assert point["verdict"] == stats.FASTER and point["mfu_old"] == pytest.approx(4096 / 0.5 * 8.22e9 / 989e12, rel=0.01)
+    assert point["verdict"] == stats.FASTER
+    assert point["mfu_old"] == pytest.approx(4096 / 0.5 * 8.22e9 / 989e12, rel=0.01)
     assert "Transformer training" in render(c, "markdown") and "lm" in render(c, "csv")
 
 
@@ -201,3 +202,10 @@ def test_the_lm_stack_gives_its_defaults_and_a_cnn_stack_gives_none_to_lm():
     assert (gpu.model, gpu.precision) == ("llama3-1b", "bf16")
     (other,) = expand(SweepSpec(workload="lm"), load_stack(STACKS / "torch211-cuda130.yaml").stack)
     assert (other.model, other.precision) == (None, None)  # lm's own: tiny; bf16 on a GPU, fp32 on a CPU
+
+
+def test_an_lm_stack_s_defaults_do_not_reach_a_cnn_workload():
+    (point,) = expand(SweepSpec(workload="torch_cnn"), load_stack(STACKS / "cpu-torch213-lm.yaml").stack)
+    assert (point.model, point.batch_per_worker) == ("resnet50", 64)  # benchmark's field defaults, not tiny's
+    (cnn,) = expand(SweepSpec(workload="torch_cnn"), load_stack(STACKS / "cpu-torch213.yaml").stack)
+    assert (cnn.model, cnn.batch_per_worker) == ("resnet20", 32)  # a CNN stack's still do

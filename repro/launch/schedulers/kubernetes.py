@@ -42,8 +42,15 @@ RESOURCES = {"trainjob": "trainjobs.trainer.kubeflow.org", "mpijob": "mpijobs.ku
 
 
 def policy_of(point: Settings) -> str:
-    """The training policy of a point: torch for the PyTorch workloads (torch_*), else MPI (TF+Horovod)."""
-    return "torch" if point.workload.startswith("torch") else "mpi"
+    """The training policy of a point: torch for the PyTorch workloads (their spec's framework: torch_*, lm), else
+    MPI (TF+Horovod, and workloads no spec describes)."""
+    from repro.workloads.catalog import spec_of
+
+    try:
+        framework = spec_of(point.workload).framework
+    except KeyError:
+        framework = None
+    return "torch" if framework == "pytorch" else "mpi"
 
 
 @dataclass(frozen=True)
