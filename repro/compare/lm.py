@@ -99,6 +99,14 @@ def as_dict(row: LmRow) -> dict[str, Any]:
     return out
 
 
+def _said(ratio: stats.RatioResult) -> list[str]:
+    """What a row's ratio rests on: its note, and whether its runs were paired."""
+    said = [ratio.note] if ratio.note else []
+    if ratio.method == stats.PAIRED:
+        said.append(f"{ratio.pairs} interleaved pairs: paired comparison")
+    return said
+
+
 def _noise(low: float | None, high: float | None, value: float | None) -> str:
     return percent((high - low) / 2 / value) if value and low is not None and high is not None else "-"
 
@@ -131,6 +139,6 @@ def table(rows: Sequence[LmRow], columns: Sequence[str], confidence: float, thre
                "mem: peak memory per rank",
                f"regression: tokens/sec significantly slower, or peak memory more than {MEMORY_GROWTH:.0%} higher")
     notes = tuple(f"{', '.join(f'{k} {v}' for k, v in row.key if k in columns)}: {n}"
-                  for row in rows for n in [*([row.base.ratio.note] if row.base.ratio.note else []), *row.base.notes])
+                  for row in rows for n in _said(row.base.ratio) + list(row.base.notes))
     return Table(tuple(heads), tuple(cells), tuple({"kind": "lm", **dict(r.key), **as_dict(r)} for r in rows),
                  title="Transformer training (tokens/sec): NEW/OLD", caption=caption, notes=notes, name="lm")

@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.torch, pytest.mark.skipif(importlib.util.find_spec("to
 ROOT = Path(__file__).resolve().parents[2]
 STACK = ROOT / "stacks" / "cpu-torch213-lm.yaml"
 LOCAL = ROOT / "inventories" / "localhost"
-SMALL = ["--seq-len", "32", "--batch-size", "2", "--warmup-steps", "1", "--steps", "4", "--threads", "1"]
+SMALL = ["--seq-len", "32", "--batch-size", "2", "--warmup-steps", "1", "--steps", "4", "--threads", "1",
+         "--repeats", "1"]
 
 
 def repro(*args: str, store: Path, check: bool = True) -> subprocess.CompletedProcess:
@@ -61,7 +62,7 @@ def test_two_lm_stacks_interleaved_get_a_paired_verdict_and_a_plot(tmp_path):
     twin.write_text(f"extends: {STACK}\ndescription: lm twin\nenv: {{REPRO_TWIN: '1'}}\n")
     store = tmp_path / "store"
     repro("bench", "--stack", str(STACK), "--stack", str(twin), "--hosts", str(LOCAL), "--workers", "1",
-          "--launcher", "torchrun", *SMALL, "--repeats", "2", store=store)
+          "--launcher", "torchrun", *SMALL[:-1], "2", store=store)
     compared = repro("compare", str(STACK), str(twin), store=store).stdout
     assert "Transformer training (tokens/sec): NEW/OLD" in compared, compared
     assert "2 interleaved pairs: paired comparison" in compared

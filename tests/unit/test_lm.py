@@ -146,7 +146,7 @@ def test_compare_gives_tokens_per_sec_verdict_with_mfu_and_memory_in_every_forma
     assert row.new.mfu == pytest.approx(4096 / 0.4 * 8.22e9 / 989e12, rel=0.01)
     table = render(c, "table")
     assert "Transformer training (tokens/sec): NEW/OLD" in table and "1.25x faster" in table
-    assert "MFU NEW" in table and "2.00 GiB" in table
+    assert "MFU NEW" in table and "2.00 GiB" in table and "3 interleaved pairs: paired comparison" in table
     data = json.loads(render(c, "json"))
     (point,) = data["lm"]
     assert point["verdict"] == stats.FASTER
