@@ -45,9 +45,14 @@ RESOURCES = {"trainjob": "trainjobs.trainer.kubeflow.org", "mpijob": "mpijobs.ku
 
 
 def policy_of(point: Settings) -> str:
-    """The training policy of a point: its workload's framework's (torch for PyTorch, MPI for TF+Horovod and
-    framework-free workloads)."""
-    framework = WORKLOADS.get(point.workload).spec.framework
+    """The training policy of a point: its workload's framework's (torch for PyTorch: torch_*, lm; MPI for
+    TF+Horovod), MPI for framework-free workloads and workloads no spec describes."""
+    from repro.workloads.catalog import spec_of
+
+    try:
+        framework = spec_of(point.workload).framework
+    except KeyError:
+        framework = None
     return FRAMEWORKS.get(framework).kube_policy if framework else "mpi"
 
 
