@@ -163,6 +163,8 @@ KINDS.lazy("throughput", "repro.compare.kinds.throughput:Throughput", instance=T
 KINDS.lazy("allreduce", "repro.compare.kinds.allreduce:Allreduce", instance=True,
            help="all-reduce latency and bandwidth per message size")
 KINDS.lazy("tta", "repro.compare.kinds.tta:TimeToAccuracy", instance=True, help="time to a target validation accuracy")
+KINDS.lazy("lm", "repro.compare.kinds.lm:Transformer", instance=True,
+           help="transformer training tokens/sec, with MFU and peak memory beside it")
 
 DEFAULT = "throughput"  # the kind of a workload no spec describes (repro.workloads.catalog.kind_of)
 

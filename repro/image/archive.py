@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import yaml
 
+from repro import files
 from repro.errors import ImageError, InputError, VerificationError
 from repro.image import verify
 from repro.image.engine import engine, image_id
@@ -164,6 +165,10 @@ def check_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     InputError (a clear "damaged or changed") for a member whose sha256 or size differs, a missing or an
     extra member, or an unreadable file. Reads the whole archive once; loads nothing.
     """
+    try:
+        files.regular_file(path)  # a FIFO or a device would block tarfile, or never end
+    except files.FileProblem as exc:
+        raise InputError(f"{path}: {exc}; an archive is a regular file") from None
     try:
         with tarfile.open(path, "r:") as tar:
             manifest: dict[str, Any] | None = None

@@ -78,11 +78,16 @@ def _checked(option: Option, values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _stack_defaults(stack: Stack, workload: Workload) -> dict[str, Any]:
-    """The stack's benchmark defaults, for the throughput workloads its `benchmark` section describes."""
-    if workload.spec.kind != "throughput":
-        return {}
+    """The stack's benchmark defaults: for the workload it names, and for every throughput workload (a CNN stack's
+    resnet50 reaches torch_cnn, not lm; an lm stack's tiny reaches lm, and a CNN its field defaults)."""
     b = stack.benchmark
-    return {"model": b.model, "batch_per_worker": b.batch_size, "precision": "fp16" if b.fp16 else "fp32",
+    if workload.spec.name != b.workload:
+        if workload.spec.kind != "throughput":
+            return {}
+        if WORKLOADS.get(b.workload).spec.kind != "throughput":
+            b = type(b)()  # the field defaults: another kind's model (lm's tiny) means nothing to a CNN
+    precision = b.precision or ("fp16" if b.fp16 else "fp32")
+    return {"model": b.model, "batch_per_worker": b.batch_size, "precision": precision,
             "xla": b.xla, "data_format": b.data_format, "warmup_steps": b.warmup_steps, "steps": b.steps}
 
 

@@ -21,7 +21,7 @@ LABELS = frozenset({"name", "description"})
 # Fields added after stacks were first hashed: left out while unset, so every earlier stack keeps its hashes
 # (its records and images stay its own). A stack that sets one hashes it like any other field.
 LATER_OPTIONAL: tuple[tuple[str, ...], ...] = (("pytorch",), ("tensorflow",), ("horovod",), ("horovod", "commit"),
-                                               ("expect",))
+                                               ("expect",), ("benchmark", "precision"))
 RUNTIME_ONLY = frozenset({"env", "benchmark", "expect"})
 HASH_LENGTH = 12
 

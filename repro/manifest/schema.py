@@ -201,7 +201,7 @@ class Benchmark(_Model):
 
     workload: WorkloadName = Field(
         "cnn", description="cnn (throughput), tf_cnn_benchmarks, allreduce (all-reduce sweep) or tta "
-        "(time to accuracy) on TensorFlow; torch_cnn, torch_allreduce or torch_tta on PyTorch; probe (no "
+        "(time to accuracy) on TensorFlow; torch_cnn, torch_allreduce, torch_tta or lm on PyTorch; probe (no "
         "framework)")
     model: Model = Field("resnet50", description="the model to train, one the workload knows: cnn its ResNets, "
                          "Inception-v3 and VGGs; tta also digits_cnn; tf_cnn_benchmarks its own model names")
@@ -210,6 +210,8 @@ class Benchmark(_Model):
     steps: int = Field(100, ge=1, le=MAX_STEPS, description="measured steps after warm-up")
     xla: bool = Field(False, description="compile with XLA")
     fp16: bool = Field(False, description="mixed precision (fp16) instead of fp32")
+    precision: Literal["fp32", "fp16", "bf16"] | None = Field(
+        None, description="the precision, where fp16 does not say it (bf16 for lm on GPUs); overrides fp16")
     data_format: Literal["NCHW", "NHWC"] | None = Field(None, description="derived: NCHW on GPU, NHWC on CPU")
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ data (see repro.results.metrics.points).
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -160,7 +161,7 @@ def _parsed(records: Sequence[tuple[Path, RunRecord]]) -> tuple[list[Summary], _
 def _directory_files(path: Path, warn: Callable[[str], None]) -> list[tuple[Path, RunRecord]]:
     """The readable records of a directory of record JSON files (not a store); others are skipped, named."""
     out = []
-    for file in sorted(p for p in path.rglob("*.json") if not p.name.endswith(SELECTION_SUFFIX)):
+    for file in _json_files(path):
         try:
             out.append((file, read_record(file)))
         except UnreadableRecord as exc:
@@ -168,6 +169,39 @@ def _directory_files(path: Path, warn: Callable[[str], None]) -> list[tuple[Path
         except FileNotFoundError:
             continue
     return out
+
+
+MAX_DIR_ENTRIES = 100_000  # a directory of run records, not a filesystem: `--stack /` is refused, never walked
+MAX_DIR_DEPTH = 8
+
+
+def _json_files(root: Path) -> list[Path]:
+    """The record files (*.json) under `root`, sorted: a bounded walk (entries, depth; no symlinked directories);
+    ResultsError when `root` holds more than a directory of records would."""
+    found: list[Path] = []
+    seen = 0
+    todo = [(root, 0)]
+    while todo:
+        folder, depth = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # unreadable or gone (a process's /proc entry): nothing of ours
+        seen += len(entries)
+        if seen > MAX_DIR_ENTRIES:
+            raise InputError(f"{root}: more than {MAX_DIR_ENTRIES:,} files and directories; not a directory of "
+                               "run records", hint="give a store (--store), a results directory or a stack name")
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth < MAX_DIR_DEPTH:
+                        todo.append((Path(entry.path), depth + 1))
+                elif (entry.name.endswith(".json") and not entry.name.endswith(SELECTION_SUFFIX)
+                      and entry.is_file()):
+                    found.append(Path(entry.path))
+            except OSError:
+                continue
+    return sorted(found)
 
 
 @dataclass(frozen=True)

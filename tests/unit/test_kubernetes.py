@@ -526,3 +526,16 @@ def test_every_cli_flag_of_the_scheduler_overrides_a_setting_of_the_site_table()
 
     table = {o.variable for o in kube_site.OPTIONS}
     assert {o.variable for o in kube_options.OPTIONS} <= table
+
+
+def test_an_lm_point_renders_a_torch_trainjob_running_the_lm_program():
+    """lm is a PyTorch workload like torch_cnn: its TrainJob takes Trainer's torch policy and torchrun starts
+    `-m repro.workloads.lm` with the point's flags (the stack's lm defaults among them)."""
+    from tests.cluster.kube_emulator import pods_of
+
+    found = objects(kube_plan(stack="cpu-torch213-lm.yaml", workload="lm", run_id="feedbeef"))
+    assert list(found["ClusterTrainingRuntime"]["spec"]["mlPolicy"]) == ["numNodes", "torch"]
+    command = found["TrainJob"]["spec"]["trainer"]["command"]
+    assert command[0] == "torchrun" and "repro.workloads.lm" in command
+    assert command[command.index("--model") + 1] == "tiny" and command[command.index("--batch-size") + 1] == "4"
+    assert len(pods_of(found["TrainJob"], found["ClusterTrainingRuntime"])) == 2

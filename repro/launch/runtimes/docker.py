@@ -20,6 +20,7 @@ from repro.launch.nccl_files import joined
 from repro.launch.placement import Placement
 from repro.launch.plan import (
     CONTAINER_DATA,
+    ENV_FROM_STDIN,
     FORWARDED_DOCKER,
     FORWARDED_DOCKER_GPU,
     LAUNCH_KEY,
@@ -27,7 +28,10 @@ from repro.launch.plan import (
     ContainerPlan,
     LaunchPlan,
     PlanContext,
+    env_input,
+    plain_env,
     run_env,
+    secret_env,
 )
 from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, Runtime, RuntimeReport, Via
 from repro.launch.runtimes.docker_job import docker_job
@@ -92,8 +96,11 @@ class DockerRuntime(Runtime):
                            for p in placement)
         argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, list(env), interface=first.interface, ssh=ssh,
                                                forwarded=FORWARDED_DOCKER_GPU if ctx.gpu else FORWARDED_DOCKER)
-        env_args = [a for k, v in sorted(env.items()) for a in ("--env", f"{k}={v}")]
-        exec_argv = docker_argv(first, "exec", *env_args, containers[0].name, *argv)
+        env_args = [a for k, v in sorted(plain_env(env).items()) for a in ("--env", f"{k}={v}")]
+        inside = argv
+        if secret_env(env):  # secret values on docker exec's stdin, read inside the container (never an argument)
+            env_args, inside = ["-i", *env_args], [*ENV_FROM_STDIN, *argv]
+        exec_argv = docker_argv(first, "exec", *env_args, containers[0].name, *inside)
         return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv, containers,
                           nccl_dir=ctx.nccl_dir)
 
@@ -239,7 +246,7 @@ class DockerRuntime(Runtime):
                 failure = f"starting the worker containers failed: {exc.message}"
                 return Outcome("", "", None, time.monotonic() - started, failure, self._remove(plan.containers))
             with Remote(plan.launcher) as remote:
-                proc = remote.start(plan.exec_argv)
+                proc = remote.start(plan.exec_argv, input=env_input(plan.env))
                 try:
                     with Watch([p.host for p in plan.placement], lambda: self._containers_alive(plan)) as watch:
                         code, failure = supervise(proc, watch, timeout, started, progress)

@@ -15,7 +15,7 @@ from repro.hosts.inventory import Host
 from repro.hosts.remote import Remote
 from repro.launch.launchers import LAUNCHERS, SshOptions
 from repro.launch.placement import Placement
-from repro.launch.plan import FORWARDED_HOST, LaunchPlan, PlanContext, run_env
+from repro.launch.plan import FORWARDED_HOST, LaunchPlan, PlanContext, env_command, env_input, run_env
 from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, Runtime, RuntimeReport, Via
 from repro.launch.runtimes.nccl_read import gather_nccl
 from repro.launch.runtimes.watch import Watch, supervise
@@ -132,7 +132,7 @@ class HostRuntime(Runtime):
                              first.launch_known_hosts)
         argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, list(env), interface=first.interface, ssh=ssh,
                                                forwarded=FORWARDED_HOST)
-        exec_argv = ["env", *(f"{k}={v}" for k, v in sorted(env.items())), *argv]
+        exec_argv = env_command(env, argv)
         return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv, nccl_dir=ctx.nccl_dir)
 
     @classmethod
@@ -172,7 +172,7 @@ class HostRuntime(Runtime):
     def _run(self, plan: LaunchPlan, timeout: float, started: float,
              progress: Callable[[str], None] | None) -> Outcome:
         with Remote(plan.launcher) as remote:
-            proc = remote.start(plan.exec_argv)
+            proc = remote.start(plan.exec_argv, input=env_input(plan.env))
             try:
                 with Watch([p.host for p in plan.placement]) as watch:
                     code, failure = supervise(proc, watch, timeout, started, progress)

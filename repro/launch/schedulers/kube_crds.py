@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from repro.errors import InputError
+from repro.files import FileProblem, read_file
 from repro.launch.schedulers.kube_rules import Rule, field_of, name_of, rules
 
 MAX_FILES = 200
@@ -79,7 +80,11 @@ class CrdSet:
 def load_crds(directory: str | Path) -> CrdSet:
     """Every CustomResourceDefinition in the YAML files of `directory` (read once per sweep); InputError naming a
     file that is not YAML or a CRD without a schema."""
-    return _load(str(Path(directory).resolve()))
+    try:
+        resolved = Path(directory).resolve(strict=False)
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise InputError(f"--crds / repro_k8s_crds: {directory}: {exc}") from None
+    return _load(str(resolved))
 
 
 @lru_cache(maxsize=4)
@@ -90,12 +95,13 @@ def _load(directory: str) -> CrdSet:
     found = CrdSet()
     files = sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml", ".json"))[:MAX_FILES]
     for path in files:
-        if path.stat().st_size > MAX_BYTES:
-            raise InputError(f"{path}: larger than {MAX_BYTES // 2**20} MiB; not a CRD file")
         try:
-            docs = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not YAML ({exc})") from None
+            text = read_file(path, MAX_BYTES).decode("utf-8")  # bounded; a FIFO, a device or a link loop refused
+            docs = list(yaml.load_all(text, Loader=_LOADER))
+        except FileProblem as exc:
+            raise InputError(f"{path}: {exc}; not a CRD file") from None
+        except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+            raise InputError(f"{path}: not YAML ({str(exc)[:300]})") from None
         for doc in docs:
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
