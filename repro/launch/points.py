@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from repro.errors import InputError
-from repro.launch.workloads import WORKLOADS, Workload
+from repro.launch.workloads import WORKLOADS, Workload, program
 from repro.manifest.frameworks import FRAMEWORKS
 from repro.manifest.schema import Stack
 from repro.results.record import Settings
@@ -86,11 +86,24 @@ def _stack_defaults(stack: Stack, workload: Workload) -> dict[str, Any]:
             "xla": b.xla, "data_format": b.data_format, "warmup_steps": b.warmup_steps, "steps": b.steps}
 
 
+def _program(name: str, stack: Stack) -> Workload:
+    """Workload `name` as it runs on the stack: a family's program for the stack's framework; InputError (one line)
+    when it has none for it."""
+    frameworks = WORKLOADS.get(name).spec.frameworks
+    if frameworks and stack.framework not in frameworks:
+        fits = sorted(n for n in WORKLOADS.names() if not WORKLOADS.get(n).spec.frameworks
+                      or stack.framework in WORKLOADS.get(n).spec.frameworks)
+        raise InputError(f"workload {name} runs on {' or '.join(frameworks)}, but stack {stack.name} pins "
+                         f"{stack.framework}", hint=f"with this stack use --workload {' or '.join(fits)}, or a stack "
+                         f"that pins {' or '.join(frameworks)}")
+    return program(name, stack.framework)
+
+
 def resolve(spec: SweepSpec, stack: Stack) -> tuple[Workload, dict[str, tuple[Any, ...]], dict[str, Any]]:
     """The workload, the values of each common setting it takes, and its extra options; InputError for any
     value it does not take or refuses."""
     name = spec.workload or stack.benchmark.workload
-    workload = WORKLOADS.get(name)
+    workload = _program(name, stack)
     given = _given(spec)
     takes = {o.setting: o for o in workload.spec.options if o.setting and o.bench}
     refused = [FLAGS[k] for k in given if k not in takes]

@@ -200,9 +200,9 @@ class Benchmark(_Model):
     """Defaults for `repro bench` with this stack; every one can be overridden on the command line."""
 
     workload: WorkloadName = Field(
-        "cnn", description="cnn (throughput), tf_cnn_benchmarks, allreduce (all-reduce sweep) or tta "
-        "(time to accuracy) on TensorFlow; torch_cnn, torch_allreduce or torch_tta on PyTorch; probe (no "
-        "framework)")
+        "cnn", description="cnn (throughput), allreduce (all-reduce sweep) or tta (time to accuracy): the "
+        "stack's framework picks the program (torch_cnn, torch_allreduce, torch_tta: older names of their PyTorch "
+        "programs); tf_cnn_benchmarks on TensorFlow; probe (no framework)")
     model: Model = Field("resnet50", description="the model to train, one the workload knows: cnn its ResNets, "
                          "Inception-v3 and VGGs; tta also digits_cnn; tf_cnn_benchmarks its own model names")
     batch_size: int = Field(64, ge=1, le=MAX_BATCH, description="per-worker batch size")
@@ -286,12 +286,18 @@ class Stack(_Model):
                 "framework", "a stack pins exactly one framework, {known}; found {found}" + extra,
                 {"found": " and ".join(pinned) or "neither", "fields": pinned,
                  "known": " or ".join(FRAMEWORKS.names())})
-        wants = catalog.spec_of(self.benchmark.workload).framework
-        if wants is not None and wants != pinned[0]:
+        spec = catalog.spec_of(self.benchmark.workload)
+        if spec.frameworks and pinned[0] not in spec.frameworks:
             raise PydanticCustomError(
                 "workload_framework", "workload {workload} runs on {wants}, but this stack pins {found}",
-                {"workload": self.benchmark.workload, "wants": wants, "found": pinned[0],
+                {"workload": self.benchmark.workload, "wants": " or ".join(spec.frameworks), "found": pinned[0],
                  "fields": ["benchmark.workload"]})
+        known = spec.program(pinned[0]).models if spec.frameworks else spec.models
+        if known and self.benchmark.model not in known:  # a family's program for this framework knows fewer
+            raise PydanticCustomError(
+                "workload_framework", "workload {workload} on {found} has no model {model}; it knows: {known}",
+                {"workload": self.benchmark.workload, "found": pinned[0], "model": self.benchmark.model,
+                 "known": ", ".join(known), "fields": ["benchmark.model"]})
         return self
 
     @model_validator(mode="after")

@@ -19,7 +19,7 @@ from repro.launch.plan import FORWARDED_HOST, LaunchPlan, PlanContext, run_env
 from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
 from repro.launch.runtimes.nccl_read import gather_nccl
 from repro.launch.runtimes.watch import Watch, supervise
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import program
 from repro.manifest.schema import Stack
 from repro.manifest.software import Software, from_host_probe, mismatches
 from repro.results.provenance import ImageLock
@@ -132,7 +132,7 @@ class HostRuntime:
         first = placement[0].host
         env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
         data = (first.dataset_dir or "") if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or first.python, data=data)
         ssh = None
         if not all(p.host.local for p in placement):
             ssh = SshOptions(placement[1].host.port if len(placement) > 1 else first.port, first.launch_key,
@@ -148,7 +148,7 @@ class HostRuntime:
         """Each rank runs the workload with the hosts' own python (the inventory's repro_python)."""
         first = placement[0].host
         data = (first.dataset_dir or "") if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or first.python, data=data)
         return JobStep(command, run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir))
 
     def node_command(self, argv: list[str], host: Host) -> list[str]:
