@@ -20,7 +20,7 @@ from repro.errors import InputError
 from repro.launch.workloads import WORKLOADS, Workload, program
 from repro.manifest.frameworks import FRAMEWORKS
 from repro.manifest.schema import Stack
-from repro.results.record import Settings
+from repro.results.record import Comm, Settings
 from repro.workloads.spec import Option
 
 BACKENDS = ("mpi", "gloo")  # Horovod's controllers
@@ -33,7 +33,8 @@ FLAGS = {"model": "--model", "batch_per_worker": "--batch-size", "precision": "-
 def point_key(point: Settings) -> str:
     """Stable identity of a sweep point (for --resume): a digest of its settings, hosts left out
     (they follow from the placement)."""
-    text = json.dumps(point.model_dump(mode="json", exclude={"hosts"}), sort_keys=True, default=str)
+    # in the words of schema 3 (Settings.shown): sweeps stored before schema 4 resume into the same points
+    text = json.dumps({k: v for k, v in point.shown().items() if k != "hosts"}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -156,6 +157,12 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Settings]:
                          hint=f"choose its {framework.comm_library} backend with --dist-backend "
                          f"{', '.join(framework.backends[:-1])} or {framework.backends[-1]}")
     controllers: tuple[str | None, ...] = spec.backends if not own_comm else (None,)
+    # the framework's own library: the backend the point's option asks for, `auto` by the framework's rule
+    comm = None
+    if own_comm:
+        asked = str(extra.get("dist_backend") or "auto")
+        comm = Comm(library=framework.comm_library,
+                    backend=framework.auto_backend(stack.gpu) if asked == "auto" else asked)
     grid = itertools.product(values.get("model", (None,)), values.get("batch_per_worker", (None,)),
                              values.get("precision", (None,)), values.get("xla", (None,)),
                              values.get("threads", (None,)), controllers, sorted(set(spec.workers)))
@@ -170,7 +177,7 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Settings]:
             workload=workload.spec.name, workers=workers, model=model, batch_per_worker=per, global_batch=total,
             precision=precision, xla=xla, data_format=one.get("data_format"), data=one.get("data"),
             scaling=spec.scaling if per_worker else None, threads=threads, warmup_steps=one.get("warmup_steps"),
-            steps=one.get("steps"), backend=backend, extra=dict(extra),
+            steps=one.get("steps"), backend=backend, comm=comm, extra=dict(extra),
         ))
     return sorted(out, key=lambda p: (p.workers, p.backend or "", str(p.model), p.batch_per_worker or 0))
 

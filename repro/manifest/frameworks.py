@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 # Every part a framework plug-in supplies (attributes and methods of Framework).
 PARTS = ("name", "title", "section", "distributions", "version_keys", "default_workload", "gpu_libraries", "derived",
          "compat_module", "comm_library", "backends", "default_launcher", "kube_policy", "compile_meaning",
-         "horovod_variable", "derive", "found", "software", "mismatches", "backend_mismatches", "show", "auto_backend",
-         "image_blocks")
+         "horovod_variable", "derive", "found", "software", "image_software", "lock_versions", "mismatches",
+         "backend_mismatches", "show", "auto_backend", "image_blocks", "capture")
 
 
 class Framework:
@@ -51,10 +51,19 @@ class Framework:
 
     def found(self, sw: Any) -> tuple[str | None, str | None]:
         """(version, error) of the framework in a probe's Software."""
+        part = sw.framework(self.name)
+        return part.version, part.error
+
+    def software(self, probe: dict) -> Any:
+        """Its part of the host probe's JSON as a FrameworkFound (None: the probe found nothing of it)."""
         raise NotImplementedError
 
-    def software(self, probe: dict) -> dict:
-        """Its part of a probe's JSON as Software fields."""
+    def image_software(self, probe: dict) -> Any:
+        """Its part of the image probe's JSON (repro.image.verify) as a FrameworkFound, or None."""
+        raise NotImplementedError
+
+    def lock_versions(self, probe: dict) -> dict[str, str | None]:
+        """What an image lock's versions hold of it, from the image probe's JSON (keys: version_keys)."""
         raise NotImplementedError
 
     def mismatches(self, stack: Any, sw: Any, where: str, backend: str | None) -> list[str]:
@@ -71,6 +80,11 @@ class Framework:
 
     def auto_backend(self, gpu: bool) -> str | None:
         """The communication backend `auto` means on a GPU (or CPU) stack; None: Horovod's controller decides."""
+        raise NotImplementedError
+
+    def capture(self, sw: Any, data: dict, notes: list[str]) -> None:
+        """Its section (and what follows from it: cuda, driver, benchmark) of a stack `repro capture` writes from
+        the Software found, with a note per choice; InputError where it cannot tell enough."""
         raise NotImplementedError
 
     def image_blocks(self, stack: Any, plan: Any, options: Any) -> list:

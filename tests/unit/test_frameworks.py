@@ -28,7 +28,8 @@ def test_every_registered_framework_supplies_every_part(name):
                       "distributions", "version_keys"):
         assert getattr(plugin, attribute), f"{name}: {attribute} is empty"
     # the methods the base leaves unimplemented are the plug-in's own
-    for method in ("derive", "found", "software", "mismatches", "auto_backend", "image_blocks"):
+    for method in ("derive", "software", "image_software", "lock_versions", "mismatches", "auto_backend", "capture",
+                   "image_blocks"):
         assert getattr(type(plugin), method) is not getattr(Framework, method), f"{name} does not implement {method}"
     assert plugin.default_workload in WORKLOADS
     assert name in WORKLOADS.get(plugin.default_workload).spec.frameworks

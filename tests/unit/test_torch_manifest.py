@@ -221,7 +221,8 @@ def test_a_host_without_torch_says_why():
 
 def test_the_gpu_host_probe_gives_dotted_versions():
     sw = probe("2.11.0+cu130", "13.0", cudnn=91701, nccl=[2, 27, 7])
-    assert (sw.torch_cuda, sw.torch_cudnn, sw.torch_nccl) == ("13.0", "9.17.1", "2.27.7")
+    build = sw.framework("pytorch").build
+    assert (build["cuda"], build["cudnn"], build["nccl"]) == ("13.0", "9.17.1", "2.27.7")
     stack = load_stack(STACKS / "torch211-cuda130.yaml").stack
     assert mismatches(stack, sw.model_copy(update={"python": "3.12.3", "mpi": "openmpi 4.1.6"}), where="host") == []
 
