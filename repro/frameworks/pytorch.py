@@ -28,6 +28,7 @@ class PyTorch(Framework):
     kube_policy = "torch"
     compile_meaning = "torch.compile: the DDP model compiled by TorchDynamo/Inductor"
     horovod_variable = "PYTORCH"
+    wheelhouse_prefix = "torch"
 
     def derive(self, stack: Any) -> Section:
         return stack.pytorch.model_copy(update={"package": package(stack), "variant": variant(stack)})
@@ -111,6 +112,35 @@ class PyTorch(Framework):
             data["driver"] = driver(sw, cuda, notes)
             data["cuda"] = cuda
         data["benchmark"] = {"workload": self.default_workload}
+
+    def build_wheels(self, stack: Any, wheelhouse: Any) -> list:
+        """Its wheel from pip: in the stack's wheelhouse directory, else in pip's find-links directories."""
+        from repro.image.build import pip_find_links
+        from repro.image.render import torch_wheel_matches
+
+        if stack.pytorch.source != "pip":
+            return []
+        for where in [*([wheelhouse] if wheelhouse else []), *pip_find_links()]:
+            found = sorted(p for p in where.glob("*.whl") if torch_wheel_matches(p.name, stack))
+            if found:
+                return found[-1:]
+        return []
+
+    def check_wheels(self, stack: Any, names: tuple[str, ...], where: Any, hint_dir: Any) -> None:
+        """A CPU PyTorch from pip without an index_url needs its wheel in the context: PyPI's torch is a CUDA build."""
+        from repro.errors import ImageError
+        from repro.image.build import pip_find_links
+        from repro.image.render import torch_wheel_matches
+
+        p = stack.pytorch
+        if p.source != "pip" or p.index_url or p.variant != "cpu" or any(torch_wheel_matches(n, stack) for n in names):
+            return
+        links = ", ".join(map(str, pip_find_links())) or "none set"
+        raise ImageError(
+            f"stack {stack.name} pins the CPU build of PyTorch {p.version}, but no {p.package or 'torch'} "
+            f"{p.version}+cpu wheel for Python {stack.python} is in {where} or pip's find-links ({links})",
+            hint=f"put it in {hint_dir} (pip download --no-deps torch=={p.version} --index-url "
+            "https://download.pytorch.org/whl/cpu), or set pytorch.index_url")
 
     def image_blocks(self, stack: Any, plan: Any, options: Any) -> list:
         from repro.image.blocks.stack import torch_blocks

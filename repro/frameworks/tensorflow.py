@@ -32,6 +32,7 @@ class TensorFlow(Framework):
     kube_policy = "mpi"
     compile_meaning = "XLA: the model's step compiled with tf.function(jit_compile=True)"
     horovod_variable = "TENSORFLOW"
+    wheelhouse_prefix = "tf"
 
     def derive(self, stack: Any) -> Section:
         return stack.tensorflow.model_copy(update={"package": package(stack)})
@@ -79,6 +80,19 @@ class TensorFlow(Framework):
         if sw.cuda or (package in ("tensorflow", "tensorflow-gpu") and sw.driver):
             raise InputError("capturing a GPU TensorFlow stack needs its cuDNN and NCCL, which the probe cannot tell",
                              hint="capture it as a CPU stack and add cuda, cudnn, nccl and driver yourself")
+
+    def check_wheels(self, stack: Any, names: tuple[str, ...], where: Any, hint_dir: Any) -> None:
+        """A source build (tensorflow.build: source) installs its wheel from the wheelhouse, with no index."""
+        from repro.errors import ImageError
+        from repro.image.render import wheel_matches
+
+        tf = stack.tensorflow
+        pkg = tf.package or "tensorflow"
+        if tf.build == "source" and not any(wheel_matches(n, pkg, tf.version, stack.python) for n in names):
+            raise ImageError(
+                f"stack {stack.name} builds TensorFlow from source (tensorflow.build: source), but no "
+                f"{pkg} {tf.version} wheel for Python {stack.python} is in {where}",
+                hint=f"put the wheel you built (and its dependencies: it installs with --no-index) in {hint_dir}")
 
     def image_blocks(self, stack: Any, plan: Any, options: Any) -> list:
         from repro.image.blocks.stack import tensorflow_blocks

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 PARTS = ("name", "title", "section", "distributions", "version_keys", "default_workload", "gpu_libraries", "derived",
          "compat_module", "comm_library", "backends", "default_launcher", "kube_policy", "compile_meaning",
          "horovod_variable", "derive", "found", "software", "image_software", "lock_versions", "mismatches",
-         "backend_mismatches", "show", "auto_backend", "image_blocks", "capture")
+         "backend_mismatches", "show", "auto_backend", "image_blocks", "capture",
+         "wheelhouse_prefix", "build_wheels", "check_wheels")
 
 
 class Framework:
@@ -44,6 +45,7 @@ class Framework:
     kube_policy: str = "mpi"  # Kubeflow Trainer's runtime policy: mpi, torch
     compile_meaning: str = ""  # what the `xla` setting (the record's compile) does: XLA, torch.compile
     horovod_variable: str | None = None  # HOROVOD_WITH_<this>; None: Horovod does not support it
+    wheelhouse_prefix: str = ""  # the wheelhouse subdirectory <prefix><version>-py<XY> (empty: its name)
 
     def derive(self, stack: Any) -> BaseModel:
         """Its section with every derived field filled in."""
@@ -90,6 +92,14 @@ class Framework:
     def image_blocks(self, stack: Any, plan: Any, options: Any) -> list:
         """The (name, blocks) that install it in an image (repro.image.blocks)."""
         raise NotImplementedError
+
+    def build_wheels(self, stack: Any, wheelhouse: Any) -> list:
+        """Its wheels an image build takes from outside the stack's wheelhouse directory (none by default)."""
+        return []
+
+    def check_wheels(self, stack: Any, names: tuple[str, ...], where: Any, hint_dir: Any) -> None:
+        """ImageError when a wheel its image block installs without an index is not among the build context's
+        `names` (`where`: the wheelhouse looked in; `hint_dir`: where to put it)."""
 
 
 def _check(item: Framework) -> None:

@@ -328,3 +328,32 @@ class Stack(_Model):
 # Accepted in a manifest file but consumed by the resolver, never part of a Stack.
 RESOLVER_KEYS = frozenset({"extends"})
 
+
+
+_PLUGIN_SECTIONS: set[str] = set()  # Stack fields added for plug-in frameworks (sync_sections)
+
+
+def sync_sections() -> type[Stack]:
+    """Stack with a section field for every registered framework: the built-ins' are declared above, a plug-in's
+    (a framework registered at run time) is its plug-in's section model, None when a stack leaves it out."""
+    from pydantic.fields import FieldInfo
+
+    wanted = {n for n in FRAMEWORKS.names() if n in _PLUGIN_SECTIONS or n not in Stack.model_fields}
+    if wanted == _PLUGIN_SECTIONS:
+        return Stack
+    for name in _PLUGIN_SECTIONS - wanted:
+        del Stack.__pydantic_fields__[name]
+    for name in wanted - _PLUGIN_SECTIONS:
+        framework = FRAMEWORKS.get(name)
+        Stack.__pydantic_fields__[name] = FieldInfo.from_annotated_attribute(
+            framework.section | None, None)  # type: ignore[arg-type]
+    _PLUGIN_SECTIONS.clear()
+    _PLUGIN_SECTIONS.update(wanted)
+    # pydantic builds a model's validator from its fields once: rebuilt when the registered frameworks change
+    Stack.model_rebuild(force=True)
+    return Stack
+
+
+def plugin_sections() -> frozenset[str]:
+    """The Stack fields of plug-in frameworks (left out of a stack's hash while unset, as later fields are)."""
+    return frozenset(_PLUGIN_SECTIONS)
