@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from repro.manifest.frameworks import Framework
+from repro.manifest.frameworks import Framework, ImageNeeds
 from repro.manifest.schema import PyTorch as Section
 from repro.manifest.software import FrameworkFound, cudnn_text, nccl_text, normal_name, same
 from repro.workloads.comm import auto_backend
@@ -112,6 +112,15 @@ class PyTorch(Framework):
             data["driver"] = driver(sw, cuda, notes)
             data["cuda"] = cuda
         data["benchmark"] = {"workload": self.default_workload}
+
+    def image_needs(self, stack: Any, options: Any) -> ImageNeeds:
+        """Debian's python3-torch (the venv sees the system's packages), or its wheel from the wheelhouse."""
+        from repro.image.blocks.stack import torch_wheel_matches
+
+        if stack.pytorch.source == "debian":
+            return ImageNeeds(system_site_packages=True, os_packages=("python3-torch",))
+        wheel = next((w for w in options.wheels if torch_wheel_matches(w, stack)), None)
+        return ImageNeeds(wheel=wheel, copies_wheelhouse=wheel is not None)
 
     def build_wheels(self, stack: Any, wheelhouse: Any) -> list:
         """Its wheel from pip: in the stack's wheelhouse directory, else in pip's find-links directories."""

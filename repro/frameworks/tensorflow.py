@@ -7,7 +7,7 @@ from typing import Any
 from packaging.version import Version
 
 from repro.errors import InputError
-from repro.manifest.frameworks import Framework
+from repro.manifest.frameworks import Framework, ImageNeeds
 from repro.manifest.schema import TensorFlow as Section
 from repro.manifest.software import FrameworkFound, normal_name, same
 
@@ -80,6 +80,21 @@ class TensorFlow(Framework):
         if sw.cuda or (package in ("tensorflow", "tensorflow-gpu") and sw.driver):
             raise InputError("capturing a GPU TensorFlow stack needs its cuDNN and NCCL, which the probe cannot tell",
                              hint="capture it as a CPU stack and add cuda, cudnn, nccl and driver yourself")
+
+    def image_needs(self, stack: Any, options: Any) -> ImageNeeds:
+        """A source build's wheel comes from the wheelhouse; tf_cnn_benchmarks (late_blocks) is fetched with wget."""
+        from repro.image.blocks.stack import tf_benchmarks_pin
+
+        pin = tf_benchmarks_pin(stack.tensorflow.version)
+        return ImageNeeds(copies_wheelhouse=stack.tensorflow.build == "source", os_packages=("wget",) if pin else ())
+
+    def late_blocks(self, stack: Any) -> list:
+        """tf_cnn_benchmarks at the commit that matches the TensorFlow release (where repro knows one)."""
+        from repro.image.blocks import own
+        from repro.image.blocks.stack import tf_benchmarks_pin
+
+        pin = tf_benchmarks_pin(stack.tensorflow.version)
+        return [("tf_cnn_benchmarks", own.TfCnnBenchmarks(branch=pin[0], commit=pin[1]))] if pin else []
 
     def check_wheels(self, stack: Any, names: tuple[str, ...], where: Any, hint_dir: Any) -> None:
         """A source build (tensorflow.build: source) installs its wheel from the wheelhouse, with no index."""

@@ -117,10 +117,10 @@ try:
     import horovod
     p["horovod"] = {"version": horovod.__version__}
     try:  # the library's own answer, live (cheap: the framework is imported already)
-        if "version" in p["torch"] and "version" not in p["tensorflow"]:
-            import horovod.torch as hvd
-        else:
-            import horovod.tensorflow as hvd
+        # Horovod's binding of the first framework the image holds (probe key -> binding module)
+        bindings = (("tensorflow", "horovod.tensorflow"), ("torch", "horovod.torch"))
+        module = next((m for key, m in bindings if "version" in p.get(key, {})), bindings[0][1])
+        hvd = __import__(module, fromlist=["mpi_built"])
         api = {}
         for name in ("mpi_built", "gloo_built", "nccl_built"):
             fn = getattr(hvd, name, None)

@@ -12,6 +12,7 @@ on first use (the registry itself imports nothing of theirs).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from repro.registry import Registry
@@ -24,7 +25,18 @@ PARTS = ("name", "title", "section", "distributions", "version_keys", "default_w
          "compat_module", "comm_library", "backends", "default_launcher", "kube_policy", "compile_meaning",
          "horovod_variable", "derive", "found", "software", "image_software", "lock_versions", "mismatches",
          "backend_mismatches", "show", "auto_backend", "image_blocks", "capture",
-         "wheelhouse_prefix", "build_wheels", "check_wheels")
+         "wheelhouse_prefix", "build_wheels", "check_wheels",
+         "image_needs", "late_blocks")
+
+
+@dataclass(frozen=True)
+class ImageNeeds:
+    """What a framework's image block needs of the rest of the image, decided before any block is made."""
+
+    wheel: str | None = None  # its wheel in the build context's wheelhouse
+    copies_wheelhouse: bool = False  # its block copies the wheelhouse (Horovod's then need not)
+    system_site_packages: bool = False  # the venv sees the system's packages (Debian's python3-torch)
+    os_packages: tuple[str, ...] = ()  # distribution packages its block needs
 
 
 class Framework:
@@ -92,6 +104,14 @@ class Framework:
     def image_blocks(self, stack: Any, plan: Any, options: Any) -> list:
         """The (name, blocks) that install it in an image (repro.image.blocks)."""
         raise NotImplementedError
+
+    def image_needs(self, stack: Any, options: Any) -> ImageNeeds:
+        """What its image block needs of the rest of the image (nothing by default)."""
+        return ImageNeeds()
+
+    def late_blocks(self, stack: Any) -> list:
+        """The (name, block)s of it that come after the pip packages (none by default)."""
+        return []
 
     def build_wheels(self, stack: Any, wheelhouse: Any) -> list:
         """Its wheels an image build takes from outside the stack's wheelhouse directory (none by default)."""

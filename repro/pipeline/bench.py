@@ -205,7 +205,7 @@ def _framework(workload: str, pinned: str | None) -> Framework | None:
     """The plug-in of the framework a workload runs on with a stack pinning `pinned` (None: it needs none)."""
     from repro.launch.workloads import WORKLOADS
 
-    return FRAMEWORKS.get(pinned or "tensorflow") if WORKLOADS.get(workload).spec.frameworks else None
+    return FRAMEWORKS.get(pinned) if pinned and WORKLOADS.get(workload).spec.frameworks else None
 
 
 def runtime_backend(point: Settings, spec: SweepSpec, loaded: LoadedStack) -> str:

@@ -62,9 +62,9 @@ try:
     import horovod
     out["horovod"] = horovod.__version__
     frameworks, errors, hvd = {}, [], None
+    found = {"tensorflow": "tensorflow" in out, "pytorch": "version" in out.get("torch", {})}
     for name, module in (("tensorflow", "horovod.tensorflow"), ("pytorch", "horovod.torch")):
-        if name == "pytorch" and "version" not in out.get("torch", {}) or name == "tensorflow" and "tensorflow" \
-                not in out:
+        if not found[name]:
             continue  # the framework itself is missing: Horovod's binding for it cannot import
         try:
             bound = __import__(module, fromlist=["mpi_built"])
