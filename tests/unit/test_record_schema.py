@@ -146,3 +146,14 @@ def test_v3_records_become_framework_neutral_comm_compile_and_frameworks(tmp_pat
     assert tf.settings.backend in ("mpi", "gloo")
     # a migrated record written back (as `results show --json` prints it) reads as the same record
     assert parse_record(json.loads(torch.model_dump_json())) == torch
+
+
+def test_torch_cnn_records_align_with_cnn_records_of_the_pytorch_program(tmp_path):
+    from repro.compare.align import align
+
+    shutil.copytree(GOLDEN_STORES / "v3", tmp_path / "store")
+    old = [r for r in Store(tmp_path / "store").records() if r.status == "ok"]
+    new = [r.model_copy(update={"settings": r.settings.model_copy(update={"workload": "cnn"})}) for r in old]
+    aligned = align(old, new)
+    assert {p.key for p in aligned.pairs} and len(aligned.pairs) == 2  # workers 1 and 2, paired across the names
+    assert [(c.path, c.old, c.new) for c in aligned.compared] == [("workload", "torch_cnn", "cnn")]
