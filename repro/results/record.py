@@ -319,8 +319,9 @@ def _migrate_v3(data: dict[str, Any]) -> dict[str, Any]:
         ran = (out.get("resolved") or {}).get("dist_backend")
         chosen = asked if asked not in (None, "auto") else ran
         settings["comm"] = {"library": "torch.distributed", "backend": chosen if isinstance(chosen, str) else None}
-    elif backend is not None:
-        settings["comm"] = {"library": "horovod", "backend": backend}
+    elif backend is not None:  # Horovod's controller, but for imported PyTorch DDP benchmark logs (torch's backend)
+        torch_ddp = (settings.get("extra") or {}).get("program") == "torch_ddp_benchmark"
+        settings["comm"] = {"library": "torch.distributed" if torch_ddp else "horovod", "backend": backend}
     out["settings"] = settings
     out["schema_version"] = 4
     return out

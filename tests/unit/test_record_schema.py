@@ -157,3 +157,12 @@ def test_torch_cnn_records_align_with_cnn_records_of_the_pytorch_program(tmp_pat
     aligned = align(old, new)
     assert {p.key for p in aligned.pairs} and len(aligned.pairs) == 2  # workers 1 and 2, paired across the names
     assert [(c.path, c.old, c.new) for c in aligned.compared] == [("workload", "torch_cnn", "cnn")]
+
+
+def test_a_v3_import_of_a_pytorch_ddp_log_keeps_torchs_backend_not_horovods():
+    data = json.loads(next((GOLDEN_STORES / "v3").glob("runs/*/*.json")).read_text())
+    settings = {"workload": "throughput", "workers": 16, "backend": "nccl",
+                "extra": {"framework": "pytorch", "program": "torch_ddp_benchmark"}}
+    rec = parse_record({**data, "schema_version": 3, "origin": "import", "settings": settings}, "x.json")
+    assert rec.settings.comm.model_dump() == {"library": "torch.distributed", "backend": "nccl"}
+    assert rec.settings.backend is None and rec.settings.shown()["backend"] is None
