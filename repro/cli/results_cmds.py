@@ -237,6 +237,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"rank {r.rank:<4} {r.host or '-':10} {r.device:32} {len(steps):4} steps"
               + (f", mean {mean:.4f} s, {r.items_per_step} items/step" if mean else ""))
     _print_provenance(record.metrics.get("provenance"))
+    data["settings"] = record.settings.shown()  # in the programs' words, as every store has printed them
     rest = {k: data[k] for k in ("settings", "published", "metrics", "software", "hardware") if data.get(k)}
     if isinstance(rest.get("metrics"), dict):
         rest["metrics"] = {k: v for k, v in rest["metrics"].items() if k != "provenance"}

@@ -16,7 +16,7 @@ from repro.hosts.facts import HostFacts
 from repro.hosts.inventory import Inventory
 from repro.manifest.compat import table
 from repro.manifest.schema import Stack
-from repro.manifest.software import Software, mismatches
+from repro.manifest.software import Software, framework_found, mismatches
 from repro.manifest.versions import parse_version
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -303,7 +303,8 @@ def _software(host: str, found: Software | str | None, stack: Stack | None, back
         yield Check(host, "software", FAIL, f"host runtime: cannot check the installed software: {found}")
         return
     if stack is None:
-        yield Check(host, "software", OK, f"python {found.python or '?'}, tensorflow {found.tensorflow or 'none'}, "
+        frameworks = ", ".join(f"{name} {version or 'none'}" for name, version in framework_found(found).items())
+        yield Check(host, "software", OK, f"python {found.python or '?'}, {frameworks}, "
                     f"horovod {found.horovod or 'none'}, {found.mpi or 'no MPI'} (no stack to check them against)")
         return
     problems = mismatches(stack, found, where="host", backend=backend)
@@ -311,7 +312,8 @@ def _software(host: str, found: Software | str | None, stack: Stack | None, back
         yield Check(host, "software", FAIL, f"host runtime: {problem} (the stack's versions must be installed "
                     "on the host: scripts/setup.sh does for the CPU stacks; or use --runtime docker)")
     if not problems:
-        yield Check(host, "software", OK, f"python {found.python}, tensorflow {found.tensorflow}, horovod "
+        name = stack.framework
+        yield Check(host, "software", OK, f"python {found.python}, {name} {found.framework(name).version}, horovod "
                     f"{found.horovod}, {found.mpi}: as stack {stack.name} pins (host runtime)")
 
 

@@ -257,12 +257,12 @@ def compare_with_lock(stack: Stack, found: ImageProbe, lock: ImageLock, tag: str
 def read_archive(path: Path) -> tuple[ImageLock, Stack]:
     """The lock and resolved stack of an archive whose members match its manifest and agree with each other;
     InputError ("damaged or changed") otherwise. Loads nothing."""
-    from repro.manifest.schema import Stack
+    from repro.manifest.schema import sync_sections
 
     manifest, small = check_archive(path)
     try:
         lock = ImageLock.model_validate(json.loads(small[LOCK]))
-        stack = Stack.model_validate(json.loads(small[STACK]))
+        stack = sync_sections().model_validate(json.loads(small[STACK]))
     except ValueError as exc:  # not JSON, or not a lock / stack (pydantic's ValidationError is a ValueError)
         raise _tampered(path, f"its lock or stack is not readable ({str(exc).splitlines()[0][:200]})") from None
     _consistent(path, manifest, lock, stack)

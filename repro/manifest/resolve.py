@@ -20,7 +20,7 @@ from repro.errors import Diagnostic, Location, ManifestError
 from repro.manifest import loader
 from repro.manifest.derive import derive
 from repro.manifest.loader import Document, FieldPath, dotted
-from repro.manifest.schema import RESOLVER_KEYS, Stack
+from repro.manifest.schema import RESOLVER_KEYS, Stack, sync_sections
 from repro.secrets import is_secret_name, redact_text
 
 MAX_EXTENDS_DEPTH = 16
@@ -314,7 +314,7 @@ def load_stack(path: str | Path) -> LoadedStack:
         return Location(leaf.file, 1, 1)
 
     try:
-        stack = Stack.model_validate(merged)
+        stack = sync_sections().model_validate(merged)
     except ValidationError as exc:
         diags = sorted(_diagnostics(exc, lookup), key=lambda d: (
             d.location.file if d.location else "", d.location.line or 0 if d.location else 0))

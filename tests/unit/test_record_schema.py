@@ -107,3 +107,62 @@ def test_a_v2_store_lists_shows_and_compares_exactly_as_schema_2_did(capsys, tmp
         assert out == (golden / f"show-{rid}.txt").read_text()
     _, out, _ = run(capsys, "compare", "cpu-tf215", "cpu-tf215", "--store", str(store), "--model", "resnet20")
     assert out == (golden / "compare.txt").read_text()
+
+
+GOLDEN_STORES = Path(__file__).resolve().parents[1] / "data" / "stores"
+
+
+@pytest.mark.parametrize(("version", "stack"), [("v1", "cpu-tf215"), ("v3", "cpu-torch213")])
+def test_an_older_store_lists_shows_and_compares_exactly_as_its_schema_did(capsys, tmp_path, version, stack):
+    """golden/ holds what repro printed on the store before schema 4 (its README says which commit)."""
+    store = tmp_path / "store"
+    shutil.copytree(GOLDEN_STORES / version, store, ignore=shutil.ignore_patterns("golden", "README.md"))
+    golden = GOLDEN_STORES / version / "golden"
+    _, out, _ = run(capsys, "results", "--store", str(store))
+    assert out == (golden / "results.txt").read_text()
+    shown = ""
+    for rid in sorted(p.stem for p in store.glob("runs/*/*.json")):
+        _, out, _ = run(capsys, "results", "--store", str(store), "show", rid)
+        shown += out
+    assert shown == (golden / "show.txt").read_text()
+    _, out, _ = run(capsys, "compare", stack, stack, "--store", str(store), "--model", "resnet20")
+    assert out == (golden / "compare.txt").read_text()
+
+
+def test_v3_records_become_framework_neutral_comm_compile_and_frameworks(tmp_path):
+    shutil.copytree(GOLDEN_STORES / "v3", tmp_path / "store")
+    records = Store(tmp_path / "store").records()
+    assert records and all(r.schema_version == SCHEMA_VERSION == 4 for r in records)
+    torch = next(r for r in records if r.settings.workload == "torch_cnn")
+    # PyTorch's backend was in extra.dist_backend (or, with auto, only in what the program reported)
+    assert torch.settings.comm.model_dump() == {"library": "torch.distributed", "backend": "gloo"}
+    assert torch.settings.backend is None and torch.settings.compile is False and torch.settings.xla is False
+    found = torch.host_software["localhost"]
+    assert found.framework("pytorch").version == "2.13.0+cpu"
+    assert found.framework("pytorch").build["backends"]["gloo"] is True
+    assert "torch" not in found.model_dump() and "tensorflow" not in found.model_dump()
+    tf = next(r for r in Store(V1).records() if r.settings.workload == "cnn" and r.origin == "bench")
+    assert tf.settings.comm.model_dump() == {"library": "horovod", "backend": tf.settings.backend}
+    assert tf.settings.backend in ("mpi", "gloo")
+    # a migrated record written back (as `results show --json` prints it) reads as the same record
+    assert parse_record(json.loads(torch.model_dump_json())) == torch
+
+
+def test_torch_cnn_records_align_with_cnn_records_of_the_pytorch_program(tmp_path):
+    from repro.compare.align import align
+
+    shutil.copytree(GOLDEN_STORES / "v3", tmp_path / "store")
+    old = [r for r in Store(tmp_path / "store").records() if r.status == "ok"]
+    new = [r.model_copy(update={"settings": r.settings.model_copy(update={"workload": "cnn"})}) for r in old]
+    aligned = align(old, new)
+    assert {p.key for p in aligned.pairs} and len(aligned.pairs) == 2  # workers 1 and 2, paired across the names
+    assert [(c.path, c.old, c.new) for c in aligned.compared] == [("workload", "torch_cnn", "cnn")]
+
+
+def test_a_v3_import_of_a_pytorch_ddp_log_keeps_torchs_backend_not_horovods():
+    data = json.loads(next((GOLDEN_STORES / "v3").glob("runs/*/*.json")).read_text())
+    settings = {"workload": "throughput", "workers": 16, "backend": "nccl",
+                "extra": {"framework": "pytorch", "program": "torch_ddp_benchmark"}}
+    rec = parse_record({**data, "schema_version": 3, "origin": "import", "settings": settings}, "x.json")
+    assert rec.settings.comm.model_dump() == {"library": "torch.distributed", "backend": "nccl"}
+    assert rec.settings.backend is None and rec.settings.shown()["backend"] is None

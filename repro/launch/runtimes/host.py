@@ -19,7 +19,7 @@ from repro.launch.plan import FORWARDED_HOST, LaunchPlan, PlanContext, env_comma
 from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
 from repro.launch.runtimes.nccl_read import gather_nccl
 from repro.launch.runtimes.watch import Watch, supervise
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import program
 from repro.manifest.schema import Stack
 from repro.manifest.software import Software, from_host_probe, mismatches
 from repro.results.provenance import ImageLock
@@ -62,9 +62,9 @@ try:
     import horovod
     out["horovod"] = horovod.__version__
     frameworks, errors, hvd = {}, [], None
+    found = {"tensorflow": "tensorflow" in out, "pytorch": "version" in out.get("torch", {})}
     for name, module in (("tensorflow", "horovod.tensorflow"), ("pytorch", "horovod.torch")):
-        if name == "pytorch" and "version" not in out.get("torch", {}) or name == "tensorflow" and "tensorflow" \
-                not in out:
+        if not found[name]:
             continue  # the framework itself is missing: Horovod's binding for it cannot import
         try:
             bound = __import__(module, fromlist=["mpi_built"])
@@ -132,7 +132,7 @@ class HostRuntime:
         first = placement[0].host
         env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
         data = (first.dataset_dir or "") if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or first.python, data=data)
         ssh = None
         if not all(p.host.local for p in placement):
             ssh = SshOptions(placement[1].host.port if len(placement) > 1 else first.port, first.launch_key,
@@ -148,7 +148,7 @@ class HostRuntime:
         """Each rank runs the workload with the hosts' own python (the inventory's repro_python)."""
         first = placement[0].host
         data = (first.dataset_dir or "") if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or first.python, data=data)
         return JobStep(command, run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir))
 
     def node_command(self, argv: list[str], host: Host) -> list[str]:
