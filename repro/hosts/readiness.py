@@ -296,7 +296,8 @@ def _consistency(facts: list[HostFacts]) -> Iterable[Check]:
 
 
 def _software(host: str, found: Software | str | None, stack: Stack | None, backend: str) -> Iterable[Check]:
-    """The host runtime's needs: the hosts' own Python, TensorFlow, Horovod and MPI, as the stack pins them."""
+    """The host runtime's needs: the hosts' own Python, framework (TensorFlow and Horovod, or PyTorch) and MPI, as
+    the stack pins them, with the controller or torch.distributed backend `backend` its workload uses."""
     if found is None:
         return
     if isinstance(found, str):
@@ -311,8 +312,13 @@ def _software(host: str, found: Software | str | None, stack: Stack | None, back
         yield Check(host, "software", FAIL, f"host runtime: {problem} (the stack's versions must be installed "
                     "on the host: scripts/setup.sh does for the CPU stacks; or use --runtime docker)")
     if not problems:
-        yield Check(host, "software", OK, f"python {found.python}, tensorflow {found.tensorflow}, horovod "
-                    f"{found.horovod}, {found.mpi}: as stack {stack.name} pins (host runtime)")
+        if stack.pytorch is not None:
+            said = f"python {found.python}, torch {found.torch}" + (f", horovod {found.horovod}" if stack.horovod
+                                                                    else "")
+            said += f", torch.distributed {backend}" if backend else ""
+        else:
+            said = f"python {found.python}, tensorflow {found.tensorflow}, horovod {found.horovod}"
+        yield Check(host, "software", OK, f"{said}, {found.mpi}: as stack {stack.name} pins (host runtime)")
 
 
 def evaluate(facts: Mapping[str, HostFacts], stack: Stack | None = None, inventory: Inventory | None = None,
