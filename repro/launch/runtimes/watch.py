@@ -148,26 +148,34 @@ def supervise(proc: RemoteProcess, watch: Watch, timeout: float, started: float,
     """Wait for the launcher, passing the workload's progress lines on (and, to an Echo, every other line of its
     output); return (exit code, failure reason)."""
     shown, shown_out = 0, 0
-    while True:
-        if progress is not None:
-            lines = proc.stderr_lines()
-            for line in lines[shown:]:
-                text = line.strip()
-                # mpirun --tag-output and srun --label put a rank tag first
-                at = text.find(PROGRESS_PREFIX)
-                if at >= 0:
-                    progress(text[at + len(PROGRESS_PREFIX):])
-                elif isinstance(progress, Echo) and text:
-                    progress.output(text)
-            shown = len(lines)
+
+    def forward() -> None:
+        nonlocal shown, shown_out
+        if progress is None:
+            return
+        lines = proc.stderr_lines()
+        for line in lines[shown:]:
+            text = line.strip()
+            # mpirun --tag-output and srun --label put a rank tag first
+            at = text.find(PROGRESS_PREFIX)
+            if at >= 0:
+                progress(text[at + len(PROGRESS_PREFIX):])
+            elif isinstance(progress, Echo) and text:
+                progress.output(text)
+        shown = len(lines)
         if isinstance(progress, Echo):
             out = proc.stdout_lines()
             for line in out[shown_out:]:
                 if line.strip():
                     progress.output(line.rstrip())
             shown_out = len(out)
+
+    while True:
+        forward()
         code = proc.poll()
         if code is not None:
+            time.sleep(0.05)  # the last lines may still be on their way from the reader threads
+            forward()
             return code, None
         if watch.problem:
             return None, watch.problem
