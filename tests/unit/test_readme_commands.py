@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 import shlex
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from repro.cli import build_parser
+from repro.resources import tomllib  # the standard library's, or tomli on Python 3.10
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
