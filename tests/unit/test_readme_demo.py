@@ -29,8 +29,12 @@ def test_the_demo_compares_two_stacks_interleaved_until_a_verdict():
         '"stacks/$new.yaml"', "stacks/cpu-tf215-xla.yaml")
     args = build_parser().parse_args(["bench", *shlex.split(line)])
     assert len(args.stack) == 2 and args.until_verdict and args.max_pairs
-    for old, new in re.findall(r"old=(\S+) new=(\S+)", DEMO):  # each framework's pair exists
-        assert (ROOT / "stacks" / f"{old}.yaml").is_file() and (ROOT / "stacks" / f"{new}.yaml").is_file()
+    from repro.manifest import load_stack
+
+    pairs = re.findall(r"old=(\S+) new=(\S+)", DEMO)
+    assert len(pairs) == 2  # TensorFlow's and PyTorch's
+    for old, new in pairs:  # each pair exists and differs (interleaving a stack with itself is refused)
+        assert load_stack(ROOT / "stacks" / f"{old}.yaml").hash != load_stack(ROOT / "stacks" / f"{new}.yaml").hash
 
 
 def test_the_readme_sample_ends_with_the_verdict_and_the_compare_line():
