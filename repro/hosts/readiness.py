@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from repro.hosts.facts import HostFacts
 from repro.hosts.inventory import Inventory
 from repro.manifest.compat import table
+from repro.manifest.frameworks import FRAMEWORKS
 from repro.manifest.schema import Stack
 from repro.manifest.software import Software, framework_found, mismatches
 from repro.manifest.versions import parse_version
@@ -296,7 +297,8 @@ def _consistency(facts: list[HostFacts]) -> Iterable[Check]:
 
 
 def _software(host: str, found: Software | str | None, stack: Stack | None, backend: str) -> Iterable[Check]:
-    """The host runtime's needs: the hosts' own Python, TensorFlow, Horovod and MPI, as the stack pins them."""
+    """The host runtime's needs: the hosts' own Python, framework (TensorFlow and Horovod, or PyTorch) and MPI, as
+    the stack pins them, with the controller or torch.distributed backend `backend` its workload uses."""
     if found is None:
         return
     if isinstance(found, str):
@@ -313,8 +315,11 @@ def _software(host: str, found: Software | str | None, stack: Stack | None, back
                     "on the host: scripts/setup.sh does for the CPU stacks; or use --runtime docker)")
     if not problems:
         name = stack.framework
-        yield Check(host, "software", OK, f"python {found.python}, {name} {found.framework(name).version}, horovod "
-                    f"{found.horovod}, {found.mpi}: as stack {stack.name} pins (host runtime)")
+        said = f"python {found.python}, {name} {found.framework(name).version}" + (
+            f", horovod {found.horovod}" if stack.horovod else "")
+        library = FRAMEWORKS.get(name).comm_library
+        said += f", {library} {backend}" if backend and library and library != "horovod" else ""
+        yield Check(host, "software", OK, f"{said}, {found.mpi}: as stack {stack.name} pins (host runtime)")
 
 
 def evaluate(facts: Mapping[str, HostFacts], stack: Stack | None = None, inventory: Inventory | None = None,

@@ -30,6 +30,7 @@ from repro.launch.placement import Placement, place
 from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
 from repro.launch.runtimes import RUNTIMES, JobInterrupted, Outcome, Runtime, RuntimeReport, create
+from repro.launch.runtimes.watch import Echo
 from repro.launch.schedulers import SCHEDULERS, Scheduler, given_options, options_of
 from repro.manifest import LoadedStack
 from repro.manifest.frameworks import FRAMEWORKS, Framework
@@ -61,6 +62,7 @@ class BenchOptions:
     dry_run: bool = False
     warmup: str = steady.FIXED  # the window stored figures use (--warmup); the warm-up warnings speak of it
     site: dict[str, Any] = field(default_factory=dict)  # batch site settings given as flags, by inventory variable
+    verbose: bool = False  # -v: each point's command lines and the workload's own output as it runs
 
 
 @dataclass(frozen=True)
@@ -209,14 +211,27 @@ def _framework(workload: str, pinned: str | None) -> Framework | None:
 
 
 def runtime_backend(point: Settings, spec: SweepSpec, loaded: LoadedStack) -> str:
-    """What the runtime checks the hosts for: Horovod's controller, or the backend of a framework's own
-    communication library (a workload's dist_backend; `auto` is the framework's rule for the stack)."""
+    """What the runtime checks the hosts for: Horovod's controller, the backend of a framework's own
+    communication library (a workload's dist_backend; `auto` is the framework's rule for the stack), or nothing ('')
+    for a workload without a framework (the probe needs no Horovod controller and no torch.distributed backend)."""
     framework = _framework(point.workload, loaded.stack.framework)
-    auto = framework.auto_backend(loaded.stack.gpu) if framework is not None else None
+    if framework is None:
+        return ""
+    auto = framework.auto_backend(loaded.stack.gpu)
     if auto is not None:
         chosen = str(point.extra.get("dist_backend") or "auto")
         return chosen if chosen != "auto" else auto
     return spec.backends[0] if spec.backends else "mpi"
+
+
+def stack_backend(loaded: LoadedStack) -> str:
+    """What the stack's own workload (benchmark.workload) needs with its defaults: Horovod's mpi controller, the
+    backend the framework's `auto` rule picks, or nothing (`repro prepare --check-only --stack S` checks that)."""
+    framework = _framework(loaded.stack.benchmark.workload, loaded.stack.framework)
+    if framework is None:
+        return ""
+    auto = framework.auto_backend(loaded.stack.gpu)
+    return auto if auto is not None else "mpi"
 
 
 def configured(options: BenchOptions, inventory: Inventory) -> Scheduler:
@@ -319,7 +334,7 @@ def start_runs(stacks: Sequence[LoadedStack], sweeps: Sequence[Sweep], inventory
             removed = runtime.cleanup_stale(hosts)
             if removed:
                 progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
-            progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime)}")
+            progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime, one)}")
             report = runtime.prepare(hosts, backend=backend, progress=progress.message)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
     return runs
@@ -335,10 +350,19 @@ def conditions_sampler(runs: Sequence[_Run]) -> contextlib.AbstractContextManage
     return Sampler(hosts, gpu=first.loaded.stack.gpu)
 
 
-def _preparing(runtime: Runtime) -> str:
-    """What the runtime's prepare() does, in its own words (the first sentence of its docstring), for the line a
-    sweep shows while it waits for it (the host runtime's software probe takes up to a minute)."""
+FRAMEWORK_WORDS = {"tensorflow": {"software": "TensorFlow, Horovod and MPI", "framework": "TensorFlow"},
+                   "pytorch": {"software": "PyTorch and MPI", "framework": "torch"}}
+
+
+def _preparing(runtime: Runtime, loaded: LoadedStack | None = None) -> str:
+    """What the runtime's prepare() does, in its own words (the first sentence of its docstring, its {software}
+    and {framework} said for the stack's framework), for the line a sweep shows while it waits for it (the host
+    runtime's software probe takes up to a minute)."""
     doc = " ".join((type(runtime).prepare.__doc__ or "").split())
+    framework = getattr(loaded.stack, "framework", "tensorflow") if loaded is not None else "tensorflow"
+    words = FRAMEWORK_WORDS.get(framework, FRAMEWORK_WORDS["tensorflow"])
+    for key, value in words.items():
+        doc = doc.replace("{" + key + "}", value)
     sentence = doc.split(". ")[0].split("; ")[0].rstrip(".")
     return (sentence[:1].lower() + sentence[1:]) if sentence else "checking what it needs on the hosts"
 
@@ -420,11 +444,21 @@ class _Run:
             return
         plan = planned.value
         self.progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in placement))
+        if self.options.verbose:  # what runs where, as --dry-run prints it
+            for line in plan.describe()[1:]:
+                self.progress.message(f"    $ {line}")
         sampling = self.sampler.run([p.host.name for p in placement]) if self.sampler else contextlib.nullcontext()
+
+        def shown(text: str) -> None:
+            self.progress.message(f"    {text}")
+
+        def output(text: str) -> None:
+            self.progress.message(f"    | {text}")
+
         try:
             with sampling as taken:
                 outcome = self.sweep.scheduler.execute(
-                    plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
+                    plan, self.runtime, self.options.timeout, Echo(shown, output) if self.options.verbose else shown)
         except KeyboardInterrupt as exc:  # a batch scheduler cancelled the job first (its record rides along)
             job = exc.job if isinstance(exc, JobInterrupted) else None
             self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, job=job))

@@ -240,9 +240,9 @@ def progress_row(dtype: str, elements: int, entry: dict[str, Any], world_size: i
     def path(name: str, times: list[float], wrong: int) -> str:
         latency = common.median(times)
         busbw = nbytes / latency * bus_factor(world_size) / 1e9 if latency else 0.0
-        return f"{name} {latency * 1e6:10.1f} us {busbw:8.3f} GB/s #wrong {wrong}"
+        return f"{name} median {latency * 1e6:10.1f} us {busbw:8.3f} GB/s #wrong {wrong}"
 
-    cols = [f"{nbytes:>12,} B {elements:>11,} {dtype}"]
+    cols = [f"{nbytes:>12,} B {elements:>11,} {dtype} rank 0"]
     if "horovod" in entry:
         cols.append(path("hvd", entry["horovod"], entry["wrong"]))
     if "raw" in entry:

@@ -157,8 +157,8 @@ class HostRuntime:
 
     def prepare(self, hosts: list[Host], backend: str, via: Via | None = None,
                 progress: Callable[[str], None] | None = None) -> RuntimeReport:
-        """checking the hosts' Python, TensorFlow, Horovod and MPI against the stack (imports TensorFlow on each
-        host: up to a minute on a busy machine)"""
+        """checking the hosts' Python, {software} against the stack (imports {framework} on each host: up to a
+        minute on a busy machine)"""
         return RuntimeReport(host_software=check_hosts(self.stack, hosts, backend=backend, via=via))
 
     def cleanup_stale(self, hosts: list[Host]) -> list[str]:
