@@ -86,6 +86,7 @@ class Conditions(_Frozen):
     format: str = CONDITIONS_FORMAT
     interval_s: float = 5.0
     hosts: dict[str, HostConditions] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)  # what the conditions say of the run (repro.results.threads)
 
 
 # -- snapshots: parsing what /proc and nvidia-smi print -----------------------------------------------------
