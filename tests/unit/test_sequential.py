@@ -35,16 +35,29 @@ def real_shifts() -> np.ndarray:
 SHIFTS = real_shifts()
 
 
-def simulate(rng: np.random.Generator, speedup: float, rule: sequential.Rule) -> sequential.Decision:
-    """One interleaved sweep that stops at the rule's first verdict (or its budget)."""
+def covariates(rng: np.random.Generator, shift: np.ndarray, rho: float) -> np.ndarray:
+    """Each run's recorded other work (cores, about 0.5 apart), correlated -rho with its shift: more other work,
+    a slower run. The shift stays the fixture's real one; the covariate is a noisy measurement of what caused it."""
+    z = shift / SHIFTS.std(ddof=1)
+    return 1.0 + 0.5 * (-rho * z + math.sqrt(1.0 - rho * rho) * rng.standard_normal(shift.shape))
+
+
+def simulate(rng: np.random.Generator, speedup: float, rule: sequential.Rule,
+             rho: float | None = None) -> sequential.Decision:
+    """One interleaved sweep that stops at the rule's first verdict (or its budget); with `rho`, each run also
+    records its other work (`covariates`) and the rule adjusts on it."""
     n = rule.max_pairs
     shift = rng.choice(SHIFTS, size=(n, 2)) + rng.normal(0.0, 0.005, (n, 2))
+    x = None
+    if rho is not None:
+        c = covariates(rng, shift, rho)
+        x = c[:, 1] - c[:, 0]
     when = np.arange(2 * n).reshape(n, 2) * DRIFT_PER_RUN  # the machine slows down as the sweep goes on
     a_first = np.arange(n) % 2 == 0
     drift_a, drift_b = np.where(a_first, when[:, 0], when[:, 1]), np.where(a_first, when[:, 1], when[:, 0])
     d = (shift[:, 1] - drift_b + math.log(speedup)) - (shift[:, 0] - drift_a)
     for k in range(1, n + 1):
-        decision = sequential.decide(d[:k], rule, final=k == n)
+        decision = sequential.decide(d[:k], rule, final=k == n, covariate=None if x is None else x[:k])
         if decision.verdict != sequential.CONTINUE:
             return decision
     raise AssertionError("the last look always decides or gives up")
