@@ -94,7 +94,9 @@ def dry_run_lines(stacks: Sequence[LoadedStack], rule: sequential.Rule) -> list[
             f"then B, ...; at most {rule.max_pairs} pairs",
             f"# after every complete pair from pair {rule.first} on: a sequential test on the pairs' log-ratios "
             f"({rule.spending} alpha spending, {rule.confidence:.0%} confidence, threshold {rule.threshold:.0%}) "
-            "stops at faster, slower or equivalent"]
+            "stops at faster, slower or equivalent"
+            + (f"; from pair {sequential.MIN_ADJUSTED} on, adjusted on the other work recorded around each run"
+               if rule.adjust else "")]
 
 
 def until_verdict(stacks: Sequence[LoadedStack], inventory: Inventory, spec: SweepSpec, options: BenchOptions,
