@@ -1,6 +1,7 @@
 """P7: benchmark minutes `repro bench --until-verdict` needs to call a 5% difference, against fixed repeats.
 
-    python bench/p7_until_verdict.py [--sweeps 400] [--aa-sweeps 1000] [--max-pairs 100,200] [--trim 0.2] [--store DIR]
+    python bench/p7_until_verdict.py [--sweeps 400] [--aa-sweeps 1000] [--max-pairs 100,200] [--trim 0.2]
+                                     [--spending pocock|obrien-fleming] [--rho none,0.5,0.7] [--store DIR]
 
 Side by side, at the same confidence (95%) and threshold (2%), on the same run-to-run noise:
   until-verdict  pairs A/B until the sequential rule (repro.results.sequential, Pocock alpha spending, a trimmed
@@ -8,8 +9,11 @@ Side by side, at the same confidence (95%) and threshold (2%), on the same run-t
                  power); and on A/A sweeps of the same budget how often it says faster or slower (false verdicts)
   fixed          n pairs, then one paired t test (what `--repeats n` and `repro compare` do): the smallest n
                  whose power matches the sequential rule's, simulated on the same noise
-The noise is the real run-to-run shifts of back-to-back runs in tests/data/steps (calm invocations, heavy
-tail kept), plus a 0.5%/run drift of the machine, as tests/unit/test_sequential.py simulates. Minutes are
+With --rho, every run also records its other work, correlated -rho with its shift (tests/unit/test_sequential.py
+`covariates`), and the rule adjusts on it (repro.results.sequential.adjusted); "adj.fx" is then the fixed test
+adjusted alike, to show what the adjustment alone buys. The noise is the real run-to-run shifts of back-to-back
+runs in tests/data/steps (calm invocations, heavy tail kept), plus a 0.5%/run drift of the machine, as
+tests/unit/test_sequential.py simulates. Minutes are
 pairs x 2 runs x the mean duration of one run: that of the fixture's calm runs (resnet20, batch 8, 30 steps,
 2-core VM), or with --store DIR the mean `duration_s` of the real runs stored there (e.g. a real short
 `--until-verdict` sweep, whose ratios are printed too). Figures only; nothing is asserted.
