@@ -232,6 +232,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         for host, cond in record.conditions.hosts.items():
             print(f"{'conditions:':16}{host}: {describe(cond)}")
+        for warning in record.conditions.warnings:
+            print(f"{'warning:':16}{warning}")
     for r in record.ranks:
         steps = r.step_times
         mean = sum(steps) / len(steps) if steps else None

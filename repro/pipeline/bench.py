@@ -42,6 +42,7 @@ from repro.results.provenance import HostFacts, ImageLock
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.redact import redact_tree
 from repro.results.store import Store, inventory_key
+from repro.results.threads import threads_warning
 from repro.workloads._common import step_of
 
 INTERRUPTED = "interrupted (Ctrl-C, or the terminal or a service manager stopped repro)"
@@ -474,13 +475,16 @@ class _Run:
             rec = for_storage(rec, self.options.warmup)
         if taken is not None and taken.conditions is not None:
             rec = rec.model_copy(update={"conditions": taken.conditions})
+            judged = threads_warning(rec)
+            if judged:  # kept in the record, and printed with the run's other warnings below
+                rec = rec.model_copy(update={"conditions": taken.conditions.model_copy(update={"warnings": [judged]})})
         self.keep(rec)
         self.pending += [h for h in outcome.cleanup_pending if h not in self.pending]
         if outcome.cleanup_pending:
             self.progress.message(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} "
                                   "(unreachable); the next run removes what is left there")
         self.progress.finished(n, total, label, _summary(rec))
-        for warning in self.warnings(rec):
+        for warning in (*self.warnings(rec), *(rec.conditions.warnings if rec.conditions else ())):
             self.progress.message(f"    warning: {warning}")
         if rec.status != "ok" and rec.log_tail:
             last = rec.log_tail.splitlines()[-FAILURE_LINES:]

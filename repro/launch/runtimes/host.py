@@ -28,6 +28,7 @@ from repro.results.record import Settings
 PROBE_TIMEOUT_S = 180
 HOST_PROBE = r"""
 import json, platform, shutil, subprocess, sys
+ONLY = globals().get("ONLY", ("tensorflow", "pytorch"))  # the frameworks to import (probe_host sets it)
 out = {"python": platform.python_version(), "executable": sys.executable}
 try:
     with open("/etc/os-release") as fh:
@@ -43,11 +44,15 @@ if shutil.which("nvidia-smi"):
     except Exception as exc:
         out["driver_error"] = str(exc)[:200]
 try:
+    if "tensorflow" not in ONLY:
+        raise ImportError("not probed: the stack pins another framework")
     import tensorflow as tf
     out["tensorflow"] = tf.__version__
 except Exception as exc:
     out["tensorflow_error"] = str(exc)[:200]
 try:
+    if "pytorch" not in ONLY:
+        raise ImportError("not probed: the stack pins another framework")
     import torch
     t = out["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda}
     t["cudnn"] = torch.backends.cudnn.version()
@@ -90,10 +95,16 @@ print(json.dumps(out))
 """
 
 
-def probe_host(host: Host, via: Via | None = None) -> Software:
-    """The software installed on `host` (its repro_python), as found by HOST_PROBE (over SSH, or `via`)."""
+def probe_host(host: Host, via: Via | None = None, *, frameworks: tuple[str, ...] | None = None) -> Software:
+    """The software installed on `host` (its repro_python), as found by HOST_PROBE (over SSH, or `via`);
+    `frameworks`: import only these (a sweep needs only its stack's: importing TensorFlow and torch both took
+    most of a 1-point sweep's 7.5-9.5 s start-up on the loaded 2-core machine); None: every registered one."""
+    from repro.manifest.frameworks import FRAMEWORKS
+
+    names = [n for n, _ in FRAMEWORKS.items()] if frameworks is None else list(frameworks)
+    script = f"ONLY = {sorted(n for n in names if n.isidentifier())!r}\n" + HOST_PROBE  # registry names only
     with (via or Remote)(host) as remote:
-        res = remote.run([host.python, "-c", HOST_PROBE], timeout=PROBE_TIMEOUT_S)
+        res = remote.run([host.python, "-c", script], timeout=PROBE_TIMEOUT_S)
     try:
         return from_host_probe(json.loads(res.stdout.strip().splitlines()[-1]))
     except (ValueError, IndexError):
@@ -103,8 +114,10 @@ def probe_host(host: Host, via: Via | None = None) -> Software:
 
 def check_hosts(stack: Stack, hosts: list[Host], *, backend: str, via: Via | None = None) -> dict[str, Software]:
     """Probe each host's software; LaunchError listing every mismatch if any host differs from the stack."""
+    pinned = (stack.framework,)  # the other frameworks' imports would only cost start-up time
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:  # each probe imports TF: in parallel
-        found = dict(zip([h.name for h in hosts], pool.map(lambda h: probe_host(h, via), hosts), strict=True))
+        found = dict(zip([h.name for h in hosts], pool.map(lambda h: probe_host(h, via, frameworks=pinned), hosts),
+                         strict=True))
     problems = [f"{name}: {p}" for name, sw in found.items() for p in mismatches(stack, sw, where="host",
                                                                                    backend=backend)]
     if problems:
