@@ -85,13 +85,17 @@ def found_software(record: RunRecord) -> dict[str, Any]:
         return record.image.model_dump(mode="json")
     if record.host_software:
         other = _other_frameworks(record)
-        return {"runtime": "host", "hosts": {h: sw.model_dump(mode="json", exclude_none=True, exclude=other)
-                                             for h, sw in record.host_software.items()}}
+        hosts = {}
+        for host, sw in record.host_software.items():
+            found = sw.model_dump(mode="json", exclude_none=True)
+            kept = {name: part for name, part in (found.pop("frameworks", None) or {}).items() if name not in other}
+            hosts[host] = {**found, **({"frameworks": kept} if kept else {})}
+        return {"runtime": "host", "hosts": hosts}
     return {}
 
 
 def _other_frameworks(record: RunRecord) -> set[str]:
-    """The Software fields of the frameworks the record's stack does not pin: the host probe imports only the
+    """The frameworks the record's stack does not pin (Software.frameworks' keys): the host probe imports only the
     pinned one (earlier records found the others too), so they are no difference between two runs of a stack."""
     from repro.manifest.frameworks import FRAMEWORKS
 
@@ -99,7 +103,7 @@ def _other_frameworks(record: RunRecord) -> set[str]:
     if not manifest:
         return set()
     pinned = [name for name in FRAMEWORKS.names() if manifest.get(name) is not None] or ["tensorflow"]
-    return {key for name, framework in FRAMEWORKS.items() if name not in pinned for key in framework.software({})}
+    return {name for name in FRAMEWORKS.names() if name not in pinned}
 
 
 def lock_diff(old: Sequence[RunRecord], new: Sequence[RunRecord]) -> tuple[Change, ...]:

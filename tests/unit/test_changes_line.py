@@ -41,5 +41,6 @@ def test_a_host_probe_of_the_pinned_framework_only_is_no_difference_from_one_tha
     old = real_steps.record(run, "a").model_copy(update={"stack": stack, "host_software": {"h1": both}})
     new = real_steps.record(run, "a").model_copy(update={"stack": stack, "host_software": {"h1": pinned}})
     assert lock_diff([old], [new]) == ()
-    newer_tf = new.model_copy(update={"host_software": {"h1": pinned.model_copy(update={"tensorflow": "2.16.1"})}})
-    assert [c.path for c in lock_diff([old], [newer_tf])] == ["hosts.h1.tensorflow"]
+    newer = Software(python="3.11.7", tensorflow="2.16.1", torch_error="not probed: the stack pins another framework")
+    newer_tf = new.model_copy(update={"host_software": {"h1": newer}})
+    assert [c.path for c in lock_diff([old], [newer_tf])] == ["hosts.h1.frameworks.tensorflow.version"]
