@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from repro.errors import ResultsError
 from repro.files import FileProblem, read_file
+from repro.files import shape_problem as files_shape_problem
 
 MAX_RECORD_BYTES = 512 << 20
 MAX_RECORD_DEPTH = 64  # records are a few levels deep; ~1,000 would break every recursive reader after this one
@@ -98,22 +99,5 @@ def read_record(path: Path) -> RunRecord:
 
 def shape_problem(data: Any) -> str | None:
     """Why a record's JSON cannot be used whatever its schema says (too deep, a list too long, text that is not
-    UTF-8 such as a lone surrogate), or None; iterative, so no depth breaks it."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_RECORD_DEPTH:
-            return f"nested more than {MAX_RECORD_DEPTH} levels deep"
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-            stack.extend((k, depth) for k in node)
-        elif isinstance(node, list):
-            if len(node) > MAX_RECORD_ITEMS:
-                return f"a list of {len(node)} items (at most {MAX_RECORD_ITEMS})"
-            stack.extend((v, depth + 1) for v in node)
-        elif isinstance(node, str):
-            try:
-                node.encode("utf-8")
-            except UnicodeEncodeError:
-                return "text that is not UTF-8 (a lone surrogate such as \\ud800)"
-    return None
+    UTF-8 such as a lone surrogate), or None."""
+    return files_shape_problem(data, max_depth=MAX_RECORD_DEPTH, max_items=MAX_RECORD_ITEMS)
