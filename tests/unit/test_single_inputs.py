@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -40,3 +41,38 @@ def test_a_record_nested_deep_with_a_lone_surrogate_or_a_huge_list_is_unusable_w
         with pytest.raises(UnreadableRecord) as info:
             read_record(path)
         assert str(path) in info.value.message, name
+
+
+SITE_FILES = {
+    "a 5,000-digit number": ('[site]\nstore = "x"\na = ' + "1" * 5000 + "\n", 3, "more than 4,300 digits"),
+    "arrays 3,000 deep": ("[site]\n\nx = " + "[" * 3000 + "]" * 3000 + "\n", 3, "nested more than 16"),
+    "arrays 20 deep": ("[site]\nx = " + "[" * 20 + "]" * 20 + "\n", 2, "nested more than 16"),
+    "inline tables 2,000 deep": ("[kubernetes]\na = " + "{b=" * 2000 + "}" * 2000 + "\n", 2, "nested more than 16"),
+    "a table header 3,000 keys deep": ("[" + ".".join(["a"] * 3000) + "]\n", 1, "nested more than 16"),
+    "not UTF-8": (b'[site]\nstore = "\xff"\n', 2, "not UTF-8"),
+    "not TOML": ("[site\nstore = 1\n", 1, "Expected ']'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SITE_FILES))
+def test_a_site_file_that_cannot_be_used_is_an_input_error_at_its_line(tmp_path, case):
+    from repro.errors import InputError
+    from repro.launch.schedulers.kube_site import config_settings
+    from repro.resources import read_config
+
+    text, line, expected = SITE_FILES[case]
+    path = tmp_path / "repro.toml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    for read in (lambda: read_config(path), lambda: config_settings([path])):
+        with pytest.raises(InputError) as info:
+            read()
+        assert info.value.message.startswith(f"{path}:{line}: "), info.value.message
+        assert expected in info.value.message
+
+
+def test_every_command_with_a_deep_site_file_in_the_working_directory_says_where(tmp_path):
+    (tmp_path / "repro.toml").write_text("[site]\nx = " + "[" * 3000 + "]" * 3000 + "\n")
+    proc = subprocess.run([sys.executable, "-m", "repro", "results"], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("error: repro.toml:2: ") and "Traceback" not in proc.stderr
