@@ -76,3 +76,24 @@ def test_every_command_with_a_deep_site_file_in_the_working_directory_says_where
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith("error: repro.toml:2: ") and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "2 GB file", "fifo in a directory"])
+def test_an_inventory_that_is_no_regular_file_of_bounded_size_is_refused_before_ansible(tmp_path, kind):
+    from repro.errors import InventoryError
+    from repro.hosts.inventory import load_inventory
+
+    path = {"device": Path("/dev/zero"), "fifo": tmp_path / "fifo", "2 GB file": tmp_path / "big",
+            "fifo in a directory": tmp_path / "inv"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "2 GB file":
+        with open(path, "wb") as fh:
+            fh.truncate(2 << 30)  # sparse: no disk used
+    elif kind == "fifo in a directory":
+        (path / "group_vars").mkdir(parents=True)
+        (path / "hosts.yml").write_text("all:\n  hosts:\n    n1:\n")
+        os.mkfifo(path / "group_vars" / "all.yml")
+    with pytest.raises(InventoryError) as info:
+        load_inventory(path, timeout=5)
+    assert "not a regular file" in info.value.message or "at most" in info.value.message
