@@ -97,3 +97,18 @@ def test_an_inventory_that_is_no_regular_file_of_bounded_size_is_refused_before_
     with pytest.raises(InventoryError) as info:
         load_inventory(path, timeout=5)
     assert "not a regular file" in info.value.message or "at most" in info.value.message
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/zero", "directory"])
+def test_restoring_what_is_no_regular_file_is_refused_at_once(tmp_path, target):
+    from repro.errors import InputError
+    from repro.image.archive import check_archive
+
+    path = Path(target) if target.startswith("/") else tmp_path / target
+    if target == "fifo":
+        os.mkfifo(path)
+    elif target == "directory":
+        path.mkdir()
+    with pytest.raises(InputError) as info:
+        check_archive(path)
+    assert info.value.message.startswith(f"{path}: not a regular file")
