@@ -112,3 +112,18 @@ def test_restoring_what_is_no_regular_file_is_refused_at_once(tmp_path, target):
     with pytest.raises(InputError) as info:
         check_archive(path)
     assert info.value.message.startswith(f"{path}: not a regular file")
+
+
+def test_a_directory_too_large_to_hold_records_is_not_walked(tmp_path, monkeypatch):
+    from repro.errors import InputError
+    from repro.results import select
+
+    monkeypatch.setattr(select, "MAX_DIRECTORY_ENTRIES", 10)
+    for i in range(12):
+        (tmp_path / f"d{i}").mkdir()
+    with pytest.raises(InputError) as info:
+        select._record_files(tmp_path)
+    assert "more than 10 files and directories" in info.value.message
+    (tmp_path / "d0" / "r.json").write_text("{}")
+    monkeypatch.setattr(select, "MAX_DIRECTORY_ENTRIES", 100)
+    assert select._record_files(tmp_path) == [tmp_path / "d0" / "r.json"]
