@@ -127,3 +127,19 @@ def test_a_directory_too_large_to_hold_records_is_not_walked(tmp_path, monkeypat
     (tmp_path / "d0" / "r.json").write_text("{}")
     monkeypatch.setattr(select, "MAX_DIRECTORY_ENTRIES", 100)
     assert select._record_files(tmp_path) == [tmp_path / "d0" / "r.json"]
+
+
+def test_crds_in_a_symlink_loop_or_a_fifo_are_input_errors(tmp_path):
+    from repro.errors import InputError
+    from repro.launch.schedulers.kube_crds import load_crds
+
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    with pytest.raises(InputError) as info:
+        load_crds(tmp_path / "loop")
+    assert info.value.message.startswith("--crds / repro_k8s_crds: ") and "loop" in info.value.message
+    crds = tmp_path / "crds"
+    crds.mkdir()
+    os.mkfifo(crds / "trainjob.yaml")
+    with pytest.raises(InputError) as info:
+        load_crds(crds)
+    assert info.value.message.startswith(f"{crds / 'trainjob.yaml'}: not a CRD file")

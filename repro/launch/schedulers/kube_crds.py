@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from repro.errors import InputError
+from repro.files import FileProblem, read_file
 from repro.launch.schedulers.kube_rules import Rule, field_of, name_of, rules
 
 MAX_FILES = 200
@@ -79,7 +80,11 @@ class CrdSet:
 def load_crds(directory: str | Path) -> CrdSet:
     """Every CustomResourceDefinition in the YAML files of `directory` (read once per sweep); InputError naming a
     file that is not YAML or a CRD without a schema."""
-    return _load(str(Path(directory).resolve()))
+    try:
+        resolved = Path(directory).resolve()
+    except (RuntimeError, OSError) as exc:  # a symbolic link loop (RuntimeError before Python 3.13)
+        raise InputError(f"--crds / repro_k8s_crds: {directory}: cannot be resolved ({exc})") from None
+    return _load(str(resolved))
 
 
 @lru_cache(maxsize=4)
@@ -90,10 +95,12 @@ def _load(directory: str) -> CrdSet:
     found = CrdSet()
     files = sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml", ".json"))[:MAX_FILES]
     for path in files:
-        if path.stat().st_size > MAX_BYTES:
-            raise InputError(f"{path}: larger than {MAX_BYTES // 2**20} MiB; not a CRD file")
+        try:  # bounded: a FIFO, a device or a link loop named *.yaml is refused, never read for ever
+            raw = read_file(path, MAX_BYTES)
+        except FileProblem as exc:
+            raise InputError(f"{path}: not a CRD file ({exc})") from None
         try:
-            docs = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
+            docs = list(yaml.load_all(raw.decode("utf-8"), Loader=_LOADER))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: not YAML ({exc})") from None
         for doc in docs:
