@@ -95,7 +95,11 @@ def supervise(parent: int, argv: list[str]) -> int:
     die_with_parent(signal.SIGTERM)
     if os.getppid() != parent:  # repro ended before the line above took effect
         return 1
-    child = subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent)
+    try:
+        child = subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent)
+    except OSError as exc:  # as a shell says it: the caller reads stderr and the status, never a traceback
+        sys.stderr.write(f"{argv[0]}: {exc.strerror or exc}\n")
+        return 127 if isinstance(exc, FileNotFoundError) else 126
 
     def stop(signum: int, _frame: object) -> None:
         _kill_group(child, signal.SIGTERM)

@@ -76,6 +76,23 @@ def _special(name: str) -> str | None:
     return next((f"{what}, not a regular file" for test, what in _FILE_TYPES if test(mode)), None)
 
 
+def regular_file(path: str | os.PathLike[str], max_bytes: int | None = None) -> int:
+    """The size of `path` when it is a regular file (of at most max_bytes); FileProblem for anything else (a FIFO,
+    a device, a socket, a directory, a symlink loop), found without opening it, so nothing blocks."""
+    name = os.fspath(path)
+    try:
+        info = os.stat(name)
+    except FileNotFoundError:
+        raise FileProblem("no such file") from None
+    except OSError as exc:
+        raise FileProblem("a symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise FileProblem(_special(name) or "not a regular file")
+    if max_bytes is not None and info.st_size > max_bytes:
+        raise FileProblem(f"too large: {info.st_size} bytes; at most {max_bytes} bytes are read")
+    return info.st_size
+
+
 def shape_problem(data: Any, *, max_depth: int, max_items: int) -> str | None:
     """Why parsed JSON (or YAML) is unusable whatever its schema says: nested more than max_depth levels, a list of
     more than max_items, text that is not UTF-8 (a lone surrogate such as \\ud800); None when it is usable.

@@ -148,6 +148,60 @@ def _check(path: Path, text: str, data: dict[str, Any]) -> dict[str, str]:
     return site
 
 
+MAX_TOML_DEPTH = 32  # [site] is one table of texts; deeper nesting is never a configuration
+
+
+def _toml(path: str, text: str) -> dict:
+    """tomllib's reading of a configuration, its nesting bounded first (tomllib recurses once per level, so a deep
+    file would exhaust the stack) and a number too long for Python's int() named at its line."""
+    depth, line = _depth(text)
+    if depth > MAX_TOML_DEPTH:
+        raise InputError(f"{path}:{line}: nested more than {MAX_TOML_DEPTH} levels deep; not a repro configuration")
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply; not a repro configuration") from None
+    except ValueError as exc:
+        if isinstance(exc, tomllib.TOMLDecodeError):
+            raise
+        long = re.search(r"[0-9][0-9_]{999,}", text)  # int() of more than 4,300 digits
+        where = f":{text.count(chr(10), 0, long.start()) + 1}" if long else ""
+        raise InputError(f"{path}{where}: a number too long to read ({len(long.group(0)) if long else '?'} "
+                         "digits); not a repro configuration") from None
+
+
+def _depth(text: str) -> tuple[int, int]:
+    """The deepest nesting of arrays and inline tables outside strings and comments, and its line (a rough reading:
+    tomllib's own RecursionError is still caught where this one is wrong)."""
+    depth = deepest = 0
+    line = where = 1
+    quote: str | None = None
+    comment = escaped = False
+    for ch in text:
+        if ch == "\n":
+            line, comment, quote = line + 1, False, None
+        elif comment:
+            continue
+        elif quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, where = depth, line
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest, where
+
+
 @cache
 def _site(path: str, stamp: tuple[int, int]) -> dict[str, str]:
     """A configuration file's [site] values, relative directories resolved against the file's own."""

@@ -83,6 +83,11 @@ def is_secret_name(name: str) -> bool:
     return bool(_WEAK.search(name)) and not _LIBRARY.search(name)
 
 
+def is_secret(name: str, value: str) -> bool:
+    """Whether a variable holds a secret: by its name, or by its value's shape whatever its name."""
+    return is_secret_name(name) or redact_text(value) != value
+
+
 def redact_text(text: str) -> str:
     """Text with secrets of a known shape replaced: URL credentials, token formats, webhooks, query secrets,
     bearers, and NAME=value where NAME says secret."""

@@ -11,9 +11,10 @@
 # `repro bench --runtime host` with torch_cnn (ResNet-50, batch 64, fp32 and bf16, 3 repeats), (4) runs the plain
 # PyTorch loop of bench/torch_peer.py with the same model, batch and precision (2 repeats each), then torch_allreduce
 # (nccl with 1 rank: MLBench's sizes; gloo with 2 ranks on CPU tensors, up to 1e7 elements), and (5) prints one
-# summary (images/sec per precision, the ratio to the plain loop, the all-reduce figures, the GPU facts the records
-# hold), also written to DIR/summary.json. Estimated 4-5 minutes on an H100 (not yet run on one).
-# --cpu runs the same steps small (ResNet-20, gloo only) on a machine without a GPU, to check the script;
+# summary (images/sec per precision, the ratio to the plain loop, lm's tokens/sec, MFU and peak memory with llama3-1b
+# shapes in bf16 and its ratio to bench/lm_peer.py's plain loop, the all-reduce figures, the GPU facts the records
+# hold), also written to DIR/summary.json. Estimated 5-6 minutes on an H100 (lm not yet run on one).
+# --cpu runs the same steps small (ResNet-20, the tiny lm, gloo only) on a machine without a GPU, to check the script;
 # --dry-run prints the commands instead of running them; --no-install uses repro from this checkout instead of the
 # wheelhouse (whose wheels are for Python 3.12).
 set -euo pipefail
@@ -31,7 +32,7 @@ INSTALL=1
 DEPS=(pyyaml pydantic pydantic-core annotated-types typing-extensions typing-inspection tabulate packaging rich
       markdown-it-py mdurl pygments argcomplete hpccm archspec six)
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-wheelhouse) BUILD=1 ;;
@@ -137,10 +138,12 @@ EOF
 
 if [ "$MODE" = gpu ]; then
   MODEL=resnet50; BATCH=64; WARMUP=10; STEPS=50; REPEATS=3; PEER_REPEATS=2
+  LM_MODEL=llama3-1b; LM_BATCH=2; LM_SEQ=2048; LM_PRECISION=bf16; LM_STEPS=15; LM_REPEATS=2
   NCCL_SIZES=(--large-bytes 67108864 --large-iterations 20)
   GLOO_SIZES=(--max-exp 7 --num 29 --iterations 20 --large-bytes 4194304 --large-iterations 5)
 else
   MODEL=resnet20; BATCH=16; WARMUP=2; STEPS=6; REPEATS=2; PEER_REPEATS=1
+  LM_MODEL=tiny; LM_BATCH=2; LM_SEQ=64; LM_PRECISION=fp32; LM_STEPS=4; LM_REPEATS=1
   GLOO_SIZES=(--sizes "1,1000,100000" --iterations 5)
 fi
 BENCH=("${REPRO[@]}" bench --stack "$STACK" --hosts "$INVENTORY" --runtime host --launcher torchrun --store "$STORE")
@@ -158,6 +161,15 @@ for precision in fp32 bf16; do
     || log "plain loop $precision failed"
   PEER+=("$precision=$out")
 done
+
+# lm: a Llama-style transformer (llama3-1b shapes, bf16, one GPU), then its plain loop (bench/lm_peer.py)
+log "lm $LM_MODEL ${LM_BATCH}x$LM_SEQ tokens $LM_PRECISION: $LM_REPEATS repeats, then the plain loop"
+run "${BENCH[@]}" --workload lm --workers 1 --model "$LM_MODEL" --batch-size "$LM_BATCH" --seq-len "$LM_SEQ" \
+  --precision "$LM_PRECISION" --warmup-steps "$WARMUP" --steps "$LM_STEPS" --repeats "$LM_REPEATS" || log "lm failed"
+LM_PEER=$WORK/peer-lm.txt
+run "$PY" "$ROOT/bench/lm_peer.py" --side plain --workers 1 --model "$LM_MODEL" --batch-size "$LM_BATCH" \
+  --seq-len "$LM_SEQ" --precision "$LM_PRECISION" --warmup-steps "$WARMUP" --steps "$LM_STEPS" --repeats 1 \
+  | tee "$LM_PEER" || log "plain lm loop failed"
 
 # all-reduce: nccl on the GPU with one rank, gloo on CPU tensors with two
 if [ "$MODE" = gpu ]; then
@@ -183,11 +195,11 @@ run "${BENCH[@]}" --workload torch_allreduce --workers 2 --dist-backend gloo --d
 
 # 5. one summary
 [ "$DRY" = 1 ] && exit 0
-"$PY" - "$STORE" "$WORK/summary.json" "$(( $(date +%s) - began ))" "${PEER[@]}" <<'EOF'
-import json, statistics, sys
+"$PY" - "$STORE" "$WORK/summary.json" "$(( $(date +%s) - began ))" "$LM_PEER" "${PEER[@]}" <<'EOF'
+import json, os, statistics, sys
 from repro.results.store import Store
 
-store, out, elapsed, peers = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+store, out, elapsed, lm_peer, peers = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
 records = [r for r in Store(store).records() if r.status == "ok"]
 failed = [f"{r.settings.workload}: {r.failure}" for r in Store(store).records() if r.status != "ok"]
 summary = {"elapsed_s": elapsed, "failed": failed, "torch_cnn": {}, "torch_allreduce": {}}
@@ -203,6 +215,15 @@ for precision in ("fp32", "bf16"):
     median = statistics.median(runs) if runs else None
     summary["torch_cnn"][precision] = {"images_per_sec": runs, "median": median, "plain_loop": plain,
                                        "ratio_to_plain": median / plain if median and plain else None}
+lm_runs = [r for r in records if r.settings.workload == "lm"]
+lm_lines = [line for line in open(lm_peer) if line.startswith("PEER_RESULT ")] if os.path.exists(lm_peer) else []
+lm_plain = json.loads(lm_lines[-1][len("PEER_RESULT "):])["tokens_per_sec"] if lm_lines else None
+lm_tps = [r.metrics["tokens_per_sec"] for r in lm_runs if r.metrics.get("tokens_per_sec")]
+lm_median = statistics.median(lm_tps) if lm_tps else None
+summary["lm"] = {"model": lm_runs[0].settings.model if lm_runs else None, "tokens_per_sec": lm_tps,
+                 "median": lm_median, "mfu": [r.metrics.get("mfu") for r in lm_runs],
+                 "peak_memory_gib": [(r.metrics.get("peak_memory_bytes") or 0) / 2**30 for r in lm_runs],
+                 "plain_loop": lm_plain, "ratio_to_plain": lm_median / lm_plain if lm_median and lm_plain else None}
 for r in records:
     if r.settings.workload != "torch_allreduce":
         continue
@@ -235,6 +256,11 @@ for precision, row in summary["torch_cnn"].items():
     runs = ", ".join(f"{v:.1f}" for v in row["images_per_sec"])
     print(f"  torch_cnn {precision}: median {row['median'] or 0:.1f} images/sec ({runs}); plain loop "
           f"{row['plain_loop'] or 0:.1f}; ratio {ratio:.3f}" if ratio else f"  torch_cnn {precision}: incomplete {row}")
+lm = summary["lm"]
+mfu = ", ".join(f"{m:.1%}" for m in lm["mfu"] if m) or "none (no sourced peak for this device and precision)"
+print(f"  lm {lm['model']}: median {lm['median'] or 0:.0f} tokens/sec ({', '.join(f'{v:.0f}' for v in lm['tokens_per_sec'])}); "
+      f"MFU {mfu}; peak memory {', '.join(f'{g:.2f}' for g in lm['peak_memory_gib'])} GiB; plain loop "
+      f"{lm['plain_loop'] or 0:.0f}; ratio {lm['ratio_to_plain'] or 0:.3f}")
 for name, row in summary["torch_allreduce"].items():
     print(f"  all-reduce {name}: {row['sizes']} sizes, at {row['largest_bytes']} B algbw {row['algbw_GBps']:.2f} GB/s "
           f"busbw {row['busbw_GBps']:.2f} GB/s; smallest {row['smallest_latency_us']:.1f} us; #wrong {row['wrong']}")

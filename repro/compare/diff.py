@@ -84,9 +84,22 @@ def found_software(record: RunRecord) -> dict[str, Any]:
     if record.image is not None:
         return record.image.model_dump(mode="json")
     if record.host_software:
-        return {"runtime": "host", "hosts": {h: sw.model_dump(mode="json", exclude_none=True)
+        other = _other_frameworks(record)
+        return {"runtime": "host", "hosts": {h: sw.model_dump(mode="json", exclude_none=True, exclude=other)
                                              for h, sw in record.host_software.items()}}
     return {}
+
+
+def _other_frameworks(record: RunRecord) -> set[str]:
+    """The Software fields of the frameworks the record's stack does not pin: the host probe imports only the
+    pinned one (earlier records found the others too), so they are no difference between two runs of a stack."""
+    from repro.manifest.frameworks import FRAMEWORKS
+
+    manifest = record.stack.manifest
+    if not manifest:
+        return set()
+    pinned = [name for name in FRAMEWORKS.names() if manifest.get(name) is not None] or ["tensorflow"]
+    return {key for name, framework in FRAMEWORKS.items() if name not in pinned for key in framework.software({})}
 
 
 def lock_diff(old: Sequence[RunRecord], new: Sequence[RunRecord]) -> tuple[Change, ...]:

@@ -148,6 +148,8 @@ KINDS.lazy("throughput", "repro.compare.kinds:Throughput", instance=True,
 KINDS.lazy("allreduce", "repro.compare.kinds:Allreduce", instance=True,
            help="all-reduce latency and bandwidth per message size")
 KINDS.lazy("tta", "repro.compare.kinds:TimeToAccuracy", instance=True, help="time to a target validation accuracy")
+KINDS.lazy("lm", "repro.compare.kinds:Transformer", instance=True,
+           help="transformer training tokens/sec, with MFU and peak memory beside it")
 
 DEFAULT = "throughput"  # the kind of a workload no spec describes (repro.workloads.catalog.kind_of)
 

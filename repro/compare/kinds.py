@@ -1,4 +1,4 @@
-"""The built-in comparison kinds (repro.compare.kind registers them by name): throughput, allreduce, tta.
+"""The built-in comparison kinds (repro.compare.kind registers them by name): throughput, allreduce, tta, lm.
 
 Each owns its line after a bench point, its headline figure, its comparison rows, tables, JSON, figure panels
 and regression rule, and its end-of-sweep document and figure; the pieces it draws with live next to the
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # The comparison's modules are imported inside the methods that use them: the end-of-sweep report of
 # `repro bench` and `repro results table` needs none of them.
 
-__all__ = ["KINDS", "Allreduce", "KindRows", "Throughput", "TimeToAccuracy"]
+__all__ = ["KINDS", "Allreduce", "KindRows", "Throughput", "TimeToAccuracy", "Transformer"]
 
 
 def _unit(record: RunRecord) -> str:
@@ -215,3 +215,74 @@ class TimeToAccuracy(Kind):
         from repro.results.figures import tta_figure
 
         return tta_figure(records)
+
+
+class Transformer(Throughput):
+    """transformer training tokens/sec, with MFU and peak memory beside it"""
+
+    # tokens/sec is the throughput figure (a rank's items are its tokens), so the line after a point, warm-up
+    # warnings, pairing and --until-verdict are the throughput kind's; the rows, tables and reports are its own
+    name = "lm"
+    sequential = True
+
+    def summary(self, record: RunRecord) -> str:
+        from repro.results import lm
+        from repro.results.metrics import throughput
+
+        tps = throughput(record)
+        took = f"({record.duration_s or 0:.1f} s)"
+        if not tps:
+            return f"ok {took}"
+        mfu = lm.mfu(tps, [record], record.settings.workers)
+        memory = lm.peak_memory([record])
+        extra = "".join(f", {x}" for x in (f"MFU {mfu:.1%}" if mfu else "",
+                                             f"peak {lm.memory_text(memory)}/rank" if memory else "") if x)
+        return f"{tps:.1f} tokens/sec{extra} {took}"
+
+    def headline(self, record: RunRecord) -> tuple[float | None, str]:
+        from repro.results.metrics import throughput
+
+        return throughput(record), "tokens/sec"
+
+    def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
+                options: Options) -> KindRows:
+        from repro.compare.lm import lm_rows
+
+        mine = [r for r in old if kind_name(r) == self.name], [r for r in new if kind_name(r) == self.name]
+        return KindRows(lm_rows(pairs, mine[0], mine[1], options))
+
+    def tables(self, c, part: KindRows) -> tuple[Block, ...]:
+        from repro.compare import lm, render
+
+        return (lm.table(part.rows, render.display_columns(c, part.rows), c.options.confidence, c.options.threshold,
+                         render.verdict_text),)
+
+    def summary_blocks(self, c, part: KindRows) -> tuple[Block, ...]:
+        return ()
+
+    def data(self, c, part: KindRows) -> dict[str, Any]:
+        from repro.compare.lm import as_dict
+
+        return {"lm": [{"point": dict(r.key), **as_dict(r)} for r in part.rows]}
+
+    def unpaired(self, part: KindRows) -> bool:
+        return super().unpaired(KindRows(tuple(r.base for r in part.rows)))
+
+    def panels(self, c, part: KindRows) -> tuple[Panel, ...]:
+        from repro.compare import plot
+
+        return plot.throughput_panels(c, [r.base for r in part.rows], unit="tokens/sec")
+
+    def sweep_document(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
+                       baseline_workers: int | None = None, link: float | None = None) -> Document:
+        from repro.results import lm
+
+        return lm.sweep_document(records, warmup=warmup, baseline_workers=baseline_workers)
+
+    def sweep_figure(self, records: Sequence[RunRecord], *, warmup: str = "fixed",
+                     baseline_workers: int | None = None, link: float | None = None) -> Any:
+        from repro.results import metrics
+        from repro.results.figures import scaling_figure
+
+        pts = metrics.points(records, warmup=warmup)
+        return scaling_figure(metrics.scaling(pts, baseline_workers=baseline_workers), unit="tokens/sec")

@@ -32,8 +32,9 @@ from repro.results.plots import (
     log_if_wide,
     save,
 )
+from repro.results.stats import CONDITIONS
 
-MARK = {"faster": " ▲", "slower": " ▼"}
+MARK = {"faster": " ▲", "slower": " ▼", CONDITIONS: " ≠"}  # ≠: no verdict, the sides ran under other conditions
 
 
 def ratio_label(ratio: Any) -> str:
@@ -56,15 +57,16 @@ def side_label(side: SideInfo, other: SideInfo) -> str:
     return f"{names} ({side.label})"
 
 
-def _series(c: Comparison, compared: Sequence[Any]) -> tuple[str, dict[str, list[Any]]]:
+def _series(c: Comparison, compared: Sequence[Any], unit: str = "images/sec") -> tuple[str, dict[str, list[Any]]]:
     """(the settings every series shares, {a series' own settings: its rows})."""
     cols = [k for k in display_columns(c, compared) if k not in ("workers", "hosts")]  # x axis: workers (hosts)
     out: dict[str, list[Any]] = defaultdict(list)
     for row in compared:
         values = dict(row.key)
-        out[" · ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in cols) or "images/sec"].append(row)
+        out[" · ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in cols) or unit].append(row)
     first = dict(compared[0].key) if compared else {}
-    shared = " · ".join(setting_words(k, v) for k, v in first.items() if k not in cols and k not in
+    workload = first.get("workload")
+    shared = " · ".join(setting_words(k, v, workload=workload) for k, v in first.items() if k not in cols and k not in
                         ("workers", "hosts") and v is not None)
     return shared, out
 
@@ -73,7 +75,7 @@ def _hosts(n: int | None) -> str:
     return "? hosts" if n is None else f"{n} host{'s' if n > 1 else ''}"  # ?: unknown (imported log)
 
 
-def _throughput_row(row: Any, title: str, rows: list[Any], labels: tuple[str, str]) -> None:
+def _throughput_row(row: Any, title: str, rows: list[Any], labels: tuple[str, str], unit: str = "images/sec") -> None:
     rows = sorted(rows, key=lambda r: (r.settings.workers, r.settings.hosts or 0))
     several_hosts = len({r.settings.hosts for r in rows}) > 1
     groups = [(f"{r.settings.workers} ({_hosts(r.settings.hosts)})" if several_hosts else str(r.settings.workers))
@@ -82,8 +84,8 @@ def _throughput_row(row: Any, title: str, rows: list[Any], labels: tuple[str, st
     sides = [Bars(label, [getattr(r, side).images_per_sec for r in rows], [getattr(r, side).low for r in rows],
                   [getattr(r, side).high for r in rows], i) for i, (side, label) in enumerate(zip(("old", "new"),
                                                                                                  labels, strict=True))]
-    draw_bars(row.bars, groups, sides, ylabel="images/sec", xlabel="workers (under each: NEW/OLD, ▲ faster, "
-              "▼ slower, and its interval over runs)")
+    draw_bars(row.bars, groups, sides, ylabel=unit, xlabel="workers (under each: NEW/OLD, ▲ faster, "
+              "▼ slower, ≠ conditions differed: no verdict; and its interval over runs)")
     row.bars.set_title(title, fontsize=10)
     if row.speedup is not None:
         lines = [Line(label, [r.settings.workers for r in rows if getattr(r, side).efficiency is not None],
@@ -93,14 +95,15 @@ def _throughput_row(row: Any, title: str, rows: list[Any], labels: tuple[str, st
         draw_speedup(row.speedup, lines)
 
 
-def throughput_panels(c: Comparison, compared: Sequence[Any]) -> tuple[Panel, ...]:
-    """The throughput kind's rows of the figure: one per series, with a speedup plot where it has two points."""
-    shared, series = _series(c, compared)
+def throughput_panels(c: Comparison, compared: Sequence[Any], unit: str = "images/sec") -> tuple[Panel, ...]:
+    """The throughput kind's rows of the figure: one per series, with a speedup plot where it has two points (the
+    lm kind draws its tokens/sec with them: `unit`)."""
+    shared, series = _series(c, compared, unit)
     wording = f"error bars: each side's {c.options.confidence:.0%} interval"
 
     def panel(title: str, rows: list[Any]) -> Panel:
         speedup = sum(r.old.efficiency is not None or r.new.efficiency is not None for r in rows) > 1
-        return Panel(lambda row, labels: _throughput_row(row, title, rows, labels), speedup=speedup,
+        return Panel(lambda row, labels: _throughput_row(row, title, rows, labels, unit), speedup=speedup,
                      title=shared, note=wording)
 
     return tuple(panel(title, rows) for title, rows in series.items())

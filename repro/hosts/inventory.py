@@ -438,36 +438,36 @@ def load_inventory(path: str | Path, *, timeout: float | None = None) -> Invento
                                          hint=(f"did you mean {close[0]}? " if close else "")
                                          + "an inventory is an Ansible inventory file or directory, or the name "
                                          f"of one (known: {', '.join(inventory_names()) or 'none'})")])
-    _plain_files(p)
+    _check_sources(p)
     return inventory_from_listing(_listing(p, list_timeout() if timeout is None else timeout), p)
 
 
-MAX_INVENTORY_BYTES = 16 << 20
+MAX_INVENTORY_BYTES = 16 << 20  # per file: far beyond any real inventory, far below what would fill memory
+MAX_INVENTORY_ENTRIES = 10_000
 
 
-def _plain_files(path: Path) -> None:
-    """InventoryError unless `path` (and, for a directory, what is in it) is regular files of bounded size:
-    ansible-inventory would read /dev/zero, a FIFO or a 2 GB file until it had eaten the memory, or for ever."""
-    import stat
+def _check_sources(path: Path) -> None:
+    """Refuse, before ansible-inventory reads it, an inventory that is not regular files of bounded size (a FIFO
+    would block it, /dev/zero or a 2 GB file would grow it to gigabytes): the file, or every entry of the
+    directory (bounded walk)."""
+    from repro.files import FileProblem, regular_file
 
-    todo, seen = [(path, 0)], 0
+    todo, seen = [path], 0
     while todo:
-        item, depth = todo.pop()
-        try:
-            info = item.stat()
-        except OSError as exc:
-            raise InventoryError(f"{item}: not a readable inventory ({exc.strerror or exc})") from None
-        if stat.S_ISDIR(info.st_mode) and depth < 4:
+        here = todo.pop()
+        if here.is_dir():
             try:
-                entries = sorted(item.iterdir())
+                entries = sorted(here.iterdir())
             except OSError as exc:
-                raise InventoryError(f"{item}: not a readable inventory ({exc.strerror or exc})") from None
+                raise InventoryError(f"{here}: unreadable inventory directory ({exc.strerror or exc})") from None
             seen += len(entries)
-            if seen > 10_000:
-                raise InventoryError(f"{path}: more than 10,000 files: not an inventory")
-            todo += [(e, depth + 1) for e in entries]
-        elif not stat.S_ISDIR(info.st_mode) and not stat.S_ISREG(info.st_mode):
-            raise InventoryError(f"{item}: not a regular file (a device, a named pipe or a socket): not an inventory")
-        elif stat.S_ISREG(info.st_mode) and info.st_size > MAX_INVENTORY_BYTES:
-            raise InventoryError(f"{item}: {info.st_size} bytes; an inventory file is at most "
-                                 f"{MAX_INVENTORY_BYTES} bytes")
+            if seen > MAX_INVENTORY_ENTRIES:
+                raise InventoryError(f"{path}: more than {MAX_INVENTORY_ENTRIES:,} files; not an inventory")
+            todo += [e for e in entries if not e.name.startswith(".")]
+            continue
+        try:
+            regular_file(here, MAX_INVENTORY_BYTES)
+        except FileProblem as exc:
+            raise InventoryError(f"{here}: {exc}; an inventory is regular files",
+                                 [Diagnostic(str(exc), Location(str(here)))],
+                                 hint="give an inventory file or directory") from None

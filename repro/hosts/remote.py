@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from repro import children
 from repro.errors import HostError
 from repro.extras import need
 from repro.hosts.inventory import Host
@@ -212,11 +213,12 @@ class Remote:
     def _run_local(self, argv: list[str], timeout: float | None, data) -> Result:
         try:
             if data is None or isinstance(data, bytes):
-                proc = subprocess.run(argv, input=data, capture_output=True, timeout=timeout, check=False)
+                proc = subprocess.run(argv, input=data, capture_output=True, timeout=timeout, check=False,
+                                      preexec_fn=children.die_with_parent)
                 return Result(self.host.name, tuple(argv), proc.returncode,
                               proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
-            with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE) as proc:
+            with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  preexec_fn=children.die_with_parent) as proc:
                 out: list[bytes] = []
                 err: list[bytes] = []
                 readers = [threading.Thread(target=lambda s=s, b=b: b.append(s.read()), daemon=True)
@@ -288,15 +290,16 @@ class Remote:
         return Result(self.host.name, tuple(argv), code, b"".join(out).decode(errors="replace"),
                       b"".join(err).decode(errors="replace"))
 
-    def start(self, argv: list[str]) -> RemoteProcess:
-        """Start a long-running command; poll, read its output as it comes, stop it."""
-        return RemoteProcess(self, [str(a) for a in argv])
+    def start(self, argv: list[str], *, input: bytes | None = None) -> RemoteProcess:
+        """Start a long-running command (its stdin: `input`, then end of file); poll, read its output as it comes,
+        stop it."""
+        return RemoteProcess(self, [str(a) for a in argv], input)
 
 
 class RemoteProcess:
     """A command running on a host (local subprocess or SSH channel) whose output is collected."""
 
-    def __init__(self, remote: Remote, argv: list[str]) -> None:
+    def __init__(self, remote: Remote, argv: list[str], input: bytes | None = None) -> None:
         self.remote = remote
         self.argv = argv
         self.stdout: list[str] = []
@@ -306,8 +309,15 @@ class RemoteProcess:
         self._proc = None
         self._chan = None
         if remote.host.local:
-            self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          stdin=subprocess.DEVNULL, start_new_session=True)
+            # under repro.children's supervisor: the launch and all it starts (mpirun, ssh, docker) end with repro,
+            # killed included
+            self._proc = subprocess.Popen(children.supervised(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                                          start_new_session=True)
+            if input is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    self._proc.stdin.write(input)
+                    self._proc.stdin.close()
             self._pump(self._proc.stdout.readline, self.stdout)
             self._pump(self._proc.stderr.readline, self.stderr)
         else:
@@ -316,6 +326,8 @@ class RemoteProcess:
             self._transport = transport
             self._chan = transport.open_session(timeout=remote.connect_timeout)
             self._chan.exec_command(shlex.join(argv))
+            if input is not None:
+                self._chan.sendall(input)
             self._chan.shutdown_write()
             self._pump(self._chan.makefile("rb").readline, self.stdout)
             self._pump(self._chan.makefile_stderr("rb").readline, self.stderr)
@@ -371,6 +383,11 @@ class RemoteProcess:
     def output(self) -> tuple[str, str]:
         with self._lock:
             return "".join(self.stdout), "".join(self.stderr)
+
+    def stdout_lines(self) -> list[str]:
+        """The lines of stdout received so far (a copy)."""
+        with self._lock:
+            return list(self.stdout)
 
     def stderr_lines(self) -> list[str]:
         """The lines of stderr received so far (a copy)."""

@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import yaml
 
+from repro import files
 from repro.errors import ImageError, InputError, VerificationError
 from repro.image import verify
 from repro.image.engine import engine, image_id
@@ -173,6 +174,10 @@ def check_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         raise InputError(f"{path}: not a regular file (a directory, a device, a named pipe or a socket): "
                          "not an archive")
     try:
+        files.regular_file(path)  # a FIFO or a device would block tarfile, or never end
+    except files.FileProblem as exc:
+        raise InputError(f"{path}: {exc}; an archive is a regular file") from None
+    try:
         with tarfile.open(path, "r:") as tar:
             manifest: dict[str, Any] | None = None
             seen: dict[str, dict[str, Any]] = {}
@@ -260,12 +265,12 @@ def compare_with_lock(stack: Stack, found: ImageProbe, lock: ImageLock, tag: str
 def read_archive(path: Path) -> tuple[ImageLock, Stack]:
     """The lock and resolved stack of an archive whose members match its manifest and agree with each other;
     InputError ("damaged or changed") otherwise. Loads nothing."""
-    from repro.manifest.schema import Stack
+    from repro.manifest.schema import sync_sections
 
     manifest, small = check_archive(path)
     try:
         lock = ImageLock.model_validate(json.loads(small[LOCK]))
-        stack = Stack.model_validate(json.loads(small[STACK]))
+        stack = sync_sections().model_validate(json.loads(small[STACK]))
     except ValueError as exc:  # not JSON, or not a lock / stack (pydantic's ValidationError is a ValueError)
         raise _tampered(path, f"its lock or stack is not readable ({str(exc).splitlines()[0][:200]})") from None
     _consistent(path, manifest, lock, stack)

@@ -16,6 +16,7 @@ from repro.hosts.inventory import Host
 from repro.launch.placement import Placement
 from repro.results.record import Settings
 from repro.results.redact import redact_argv, redact_text
+from repro.secrets import is_secret
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CONTAINER_DATA = "/data"
@@ -41,6 +42,7 @@ class PlanContext:
     python: str | None = None  # None: each host's repro_python (host runtime) or the image's python3
     infiniband: bool = False
     launcher: str = "mpirun"
+    framework: str | None = None  # the stack's framework: it picks a workload family's program
     # where each rank's NCCL writes its INFO lines (repro.launch.nccl_files); None: the point does not use NCCL
     nccl_dir: str | None = None
 
@@ -81,6 +83,9 @@ class LaunchPlan:
             ("precision", p.precision), ("xla", p.xla), ("backend", p.backend)) if v is not None)
         lines = [f"# point: {label}"]
         lines += [f"[{c.host.name}] {shlex.join(redact_argv(c.run_argv))}" for c in self.containers]
+        secret = sorted(secret_env(self.env))
+        if secret:
+            lines.append(f"# on the standard input of the command below: {', '.join(secret)} (secret values)")
         lines.append(f"[{self.launcher.name}] {shlex.join(redact_argv(self.exec_argv))}")
         lines += [f"[{c.host.name}] {shlex.join(c.remove_argv)}" for c in self.containers]
         return lines
@@ -110,3 +115,31 @@ def run_env(stack_env: dict[str, str], *, interface: str, gpu: bool, nccl_dir: s
     if nccl_dir:  # over the stack's own NCCL_DEBUG*: the record's path needs INFO, and out of the workload's output
         env.update(nccl_debug_env(nccl_dir))
     return env
+
+
+# bash reads the secret variables (NUL-terminated NAME=VALUE records) from its standard input and exports them, then
+# runs the command: secret values reach the launch through a pipe, never a command line, which every local user can
+# read in /proc/PID/cmdline (and which an SSH server logs).
+ENV_FROM_STDIN = ("bash", "-c", 'while IFS= read -r -d "" kv; do export "$kv"; done; exec "$@"', "repro-env")
+
+
+def secret_env(env: dict[str, str]) -> dict[str, str]:
+    """The variables of `env` that hold a secret, by name or by the shape of the value."""
+    return {k: v for k, v in env.items() if is_secret(k, str(v))}
+
+
+def plain_env(env: dict[str, str]) -> dict[str, str]:
+    """The variables of `env` that hold no secret (they may go on a command line)."""
+    return {k: v for k, v in env.items() if not is_secret(k, str(v))}
+
+
+def env_command(env: dict[str, str], argv: list[str]) -> list[str]:
+    """argv run with `env`: plain variables as `env NAME=VALUE`, secret ones read from stdin (ENV_FROM_STDIN)."""
+    secret = ENV_FROM_STDIN if secret_env(env) else ()
+    return ["env", *(f"{k}={v}" for k, v in sorted(plain_env(env).items())), *secret, *argv]
+
+
+def env_input(env: dict[str, str]) -> bytes | None:
+    """What the command of env_command (or of a runtime's ENV_FROM_STDIN) reads on stdin: the secret variables."""
+    secret = secret_env(env)
+    return b"".join(f"{k}={v}".encode() + b"\0" for k, v in sorted(secret.items())) or None

@@ -12,7 +12,7 @@ does not ship is a class with `spec`, `command` and `parse`, registered here.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from repro.registry import Registry
@@ -41,6 +41,15 @@ class Workload(Protocol):
 
 
 WORKLOADS: Registry[Workload] = Registry("workload", on_add=lambda workload: catalog.register(workload.spec))
+
+
+def program(name: str, framework: str | None) -> Workload:
+    """Workload `name` as it runs on a stack of `framework`: a family's program for that framework, else the
+    workload itself (InputError-free: the sweep refused a framework the workload lacks when it was planned)."""
+    workload = WORKLOADS.get(name)
+    if workload.spec.programs and isinstance(workload, ReproWorkload):
+        return replace(workload, spec=workload.spec.program(framework))
+    return workload
 
 
 def find_result(stdout: str) -> dict[str, Any] | None:

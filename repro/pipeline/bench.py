@@ -30,6 +30,7 @@ from repro.launch.placement import Placement, place
 from repro.launch.plan import LaunchPlan, PlanContext
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
 from repro.launch.runtimes import RUNTIMES, JobInterrupted, Outcome, Runtime, RuntimeReport, create
+from repro.launch.runtimes.watch import Echo
 from repro.launch.schedulers import SCHEDULERS, Scheduler, given_options, options_of
 from repro.manifest import LoadedStack
 from repro.manifest.frameworks import FRAMEWORKS, Framework
@@ -41,6 +42,7 @@ from repro.results.provenance import HostFacts, ImageLock
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.redact import redact_tree
 from repro.results.store import Store, inventory_key
+from repro.results.threads import threads_warning
 from repro.workloads._common import step_of
 
 INTERRUPTED = "interrupted (Ctrl-C, or the terminal or a service manager stopped repro)"
@@ -61,6 +63,7 @@ class BenchOptions:
     dry_run: bool = False
     warmup: str = steady.FIXED  # the window stored figures use (--warmup); the warm-up warnings speak of it
     site: dict[str, Any] = field(default_factory=dict)  # batch site settings given as flags, by inventory variable
+    verbose: bool = False  # -v: each point's command lines and the workload's own output as it runs
 
 
 @dataclass(frozen=True)
@@ -142,12 +145,13 @@ class Sweep:
     scheduler: Scheduler = field(default_factory=lambda: SCHEDULERS.get("direct"))  # configured for this sweep
     inventory: str | None = None  # the inventory file, as given (kept in each record's SweepRef)
     expect: dict[str, str] = field(default_factory=dict)  # the paths NCCL must take: the stack's and inventory's
+    framework: str | None = None  # the stack's framework: it picks a workload family's program
 
     def launcher(self, options: BenchOptions, point: Settings) -> str:
         """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
         if options.launcher or self.scheduler.launcher:
             return options.launcher or self.scheduler.launcher  # type: ignore[return-value]
-        framework = _framework(point.workload)
+        framework = _framework(point.workload, self.framework)
         own = framework.default_launcher if framework is not None and point.backend is None else None
         return own or for_backend(point.backend)
 
@@ -163,15 +167,14 @@ class Sweep:
         python = f"python{stack.python.split('.')[0]}" if RUNTIMES.get(self.runtime).needs_image else None
         return PlanContext(run_id=run_id, stack_env=dict(stack.env), gpu=stack.gpu, image=self.image_ref,
                            ssh_port=stack.container.ssh_port, python=python, infiniband=infiniband,
-                           launcher=self.launcher(options, point),
-                           nccl_dir=point_dir(point, gpu=stack.gpu, run_id=run_id))
+                           launcher=self.launcher(options, point), framework=stack.framework,
+                           nccl_dir=point_dir(point, gpu=stack.gpu, run_id=run_id, framework=stack.framework))
 
 
 def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions,
                store: Store) -> Sweep:
     """Points, placements, runtime and image of a sweep: every input checked before anything starts."""
-    points = expand(spec, loaded.stack)
-    check_framework(loaded, points[0].workload)
+    points = expand(spec, loaded.stack)  # InputError for a workload without a program for the stack's framework
     runtime = choose_runtime(inventory, options.runtime)
     if options.launcher:
         LAUNCHERS.get(options.launcher)
@@ -195,42 +198,41 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
             image = read_lock(store, loaded)  # ImageError naming `repro up`
     sid = sweep_id(loaded.hash, inventory_key(inventory), points, options.repeats)
     sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler, inventory.path,
-                  expect)
+                  expect, loaded.stack.framework)
     for launcher in {sweep.launcher(options, p) for p in points}:
         scheduler.check(runtime, launcher, spec.backends)
     return sweep
 
 
-def _framework(workload: str) -> Framework | None:
-    """The plug-in of the framework a workload runs on (None: the workload needs none)."""
+def _framework(workload: str, pinned: str | None) -> Framework | None:
+    """The plug-in of the framework a workload runs on with a stack pinning `pinned` (None: it needs none)."""
     from repro.launch.workloads import WORKLOADS
 
-    name = WORKLOADS.get(workload).spec.framework
-    return FRAMEWORKS.get(name) if name else None
+    return FRAMEWORKS.get(pinned) if pinned and WORKLOADS.get(workload).spec.frameworks else None
 
 
 def runtime_backend(point: Settings, spec: SweepSpec, loaded: LoadedStack) -> str:
-    """What the runtime checks the hosts for: Horovod's controller, or the backend of a framework's own
-    communication library (a workload's dist_backend; `auto` is the framework's rule for the stack)."""
-    framework = _framework(point.workload)
-    auto = framework.auto_backend(loaded.stack.gpu) if framework is not None else None
+    """What the runtime checks the hosts for: Horovod's controller, the backend of a framework's own
+    communication library (a workload's dist_backend; `auto` is the framework's rule for the stack), or nothing ('')
+    for a workload without a framework (the probe needs no Horovod controller and no torch.distributed backend)."""
+    framework = _framework(point.workload, loaded.stack.framework)
+    if framework is None:
+        return ""
+    auto = framework.auto_backend(loaded.stack.gpu)
     if auto is not None:
         chosen = str(point.extra.get("dist_backend") or "auto")
         return chosen if chosen != "auto" else auto
     return spec.backends[0] if spec.backends else "mpi"
 
 
-def check_framework(loaded: LoadedStack, workload: str) -> None:
-    """Refuse a workload written for another framework than the one the stack pins (InputError naming both)."""
-    from repro.launch.workloads import WORKLOADS
-
-    needs = WORKLOADS.get(workload).spec.framework
-    pins = getattr(loaded.stack, "framework", "tensorflow")  # stacks before the framework axis are TensorFlow's
-    if needs is None or needs == pins:
-        return
-    fits = sorted(n for n in WORKLOADS.names() if WORKLOADS.get(n).spec.framework in (None, pins))
-    raise InputError(f"workload {workload} runs on {needs}, but stack {loaded.stack.name} pins {pins}",
-                     hint=f"with this stack use --workload {' or '.join(fits)}, or a stack that pins {needs}")
+def stack_backend(loaded: LoadedStack) -> str:
+    """What the stack's own workload (benchmark.workload) needs with its defaults: Horovod's mpi controller, the
+    backend the framework's `auto` rule picks, or nothing (`repro prepare --check-only --stack S` checks that)."""
+    framework = _framework(loaded.stack.benchmark.workload, loaded.stack.framework)
+    if framework is None:
+        return ""
+    auto = framework.auto_backend(loaded.stack.gpu)
+    return auto if auto is not None else "mpi"
 
 
 def configured(options: BenchOptions, inventory: Inventory) -> Scheduler:
@@ -333,7 +335,7 @@ def start_runs(stacks: Sequence[LoadedStack], sweeps: Sequence[Sweep], inventory
             removed = runtime.cleanup_stale(hosts)
             if removed:
                 progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
-            progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime)}")
+            progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime, one)}")
             report = runtime.prepare(hosts, backend=backend, progress=progress.message)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
     return runs
@@ -349,10 +351,19 @@ def conditions_sampler(runs: Sequence[_Run]) -> contextlib.AbstractContextManage
     return Sampler(hosts, gpu=first.loaded.stack.gpu)
 
 
-def _preparing(runtime: Runtime) -> str:
-    """What the runtime's prepare() does, in its own words (the first sentence of its docstring), for the line a
-    sweep shows while it waits for it (the host runtime's software probe takes up to a minute)."""
+FRAMEWORK_WORDS = {"tensorflow": {"software": "TensorFlow, Horovod and MPI", "framework": "TensorFlow"},
+                   "pytorch": {"software": "PyTorch and MPI", "framework": "torch"}}
+
+
+def _preparing(runtime: Runtime, loaded: LoadedStack | None = None) -> str:
+    """What the runtime's prepare() does, in its own words (the first sentence of its docstring, its {software}
+    and {framework} said for the stack's framework), for the line a sweep shows while it waits for it (the host
+    runtime's software probe takes up to a minute)."""
     doc = " ".join((type(runtime).prepare.__doc__ or "").split())
+    framework = getattr(loaded.stack, "framework", "tensorflow") if loaded is not None else "tensorflow"
+    words = FRAMEWORK_WORDS.get(framework, FRAMEWORK_WORDS["tensorflow"])
+    for key, value in words.items():
+        doc = doc.replace("{" + key + "}", value)
     sentence = doc.split(". ")[0].split("; ")[0].rstrip(".")
     return (sentence[:1].lower() + sentence[1:]) if sentence else "checking what it needs on the hosts"
 
@@ -434,11 +445,21 @@ class _Run:
             return
         plan = planned.value
         self.progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in placement))
+        if self.options.verbose:  # what runs where, as --dry-run prints it
+            for line in plan.describe()[1:]:
+                self.progress.message(f"    $ {line}")
         sampling = self.sampler.run([p.host.name for p in placement]) if self.sampler else contextlib.nullcontext()
+
+        def shown(text: str) -> None:
+            self.progress.message(f"    {text}")
+
+        def output(text: str) -> None:
+            self.progress.message(f"    | {text}")
+
         try:
             with sampling as taken:
                 outcome = self.sweep.scheduler.execute(
-                    plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
+                    plan, self.runtime, self.options.timeout, Echo(shown, output) if self.options.verbose else shown)
         except KeyboardInterrupt as exc:  # a batch scheduler cancelled the job first (its record rides along)
             job = exc.job if isinstance(exc, JobInterrupted) else None
             self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, job=job))
@@ -454,13 +475,16 @@ class _Run:
             rec = for_storage(rec, self.options.warmup)
         if taken is not None and taken.conditions is not None:
             rec = rec.model_copy(update={"conditions": taken.conditions})
+            judged = threads_warning(rec)
+            if judged:  # kept in the record, and printed with the run's other warnings below
+                rec = rec.model_copy(update={"conditions": taken.conditions.model_copy(update={"warnings": [judged]})})
         self.keep(rec)
         self.pending += [h for h in outcome.cleanup_pending if h not in self.pending]
         if outcome.cleanup_pending:
             self.progress.message(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} "
                                   "(unreachable); the next run removes what is left there")
         self.progress.finished(n, total, label, _summary(rec))
-        for warning in self.warnings(rec):
+        for warning in (*self.warnings(rec), *(rec.conditions.warnings if rec.conditions else ())):
             self.progress.message(f"    warning: {warning}")
         if rec.status != "ok" and rec.log_tail:
             last = rec.log_tail.splitlines()[-FAILURE_LINES:]

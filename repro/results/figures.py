@@ -53,7 +53,7 @@ def _words(row: ScalingRow) -> dict[str, str]:
     return {k: t for k in SERIES_KEYS if (t := setting_text(k, d))}
 
 
-def _series(rows: Sequence[ScalingRow]) -> tuple[str, dict[str, list[ScalingRow]]]:
+def _series(rows: Sequence[ScalingRow], unit: str = "images/sec") -> tuple[str, dict[str, list[ScalingRow]]]:
     """(what every series shares, {what a series has of its own: its rows}); points without a figure left out."""
     rows = [r for r in rows if r.point.images_per_sec is not None]
     words = [_words(r) for r in rows]
@@ -61,7 +61,7 @@ def _series(rows: Sequence[ScalingRow]) -> tuple[str, dict[str, list[ScalingRow]
     shared = " · ".join(t for k in SERIES_KEYS if k not in keys and (t := words[0].get(k))) if words else ""
     out: dict[str, list[ScalingRow]] = defaultdict(list)
     for r, w in zip(rows, words, strict=True):
-        out[" · ".join(t for k in keys if (t := w.get(k))) or "images/sec"].append(r)
+        out[" · ".join(t for k in keys if (t := w.get(k))) or unit].append(r)
     return shared, out
 
 
@@ -101,11 +101,12 @@ def _speedups(rows: Sequence[ScalingRow], labels: dict[str, str], colors: dict[s
     return out
 
 
-def scaling_figure(rows: Sequence[ScalingRow]) -> Any:
-    """images/sec per worker count, stacks side by side, and speedup against the ideal line, per series."""
+def scaling_figure(rows: Sequence[ScalingRow], unit: str = "images/sec") -> Any:
+    """images/sec (the lm kind: tokens/sec, `unit`) per worker count, stacks side by side, and speedup against the
+    ideal line, per series."""
     from repro.results.plots import draw_bars, draw_speedup
 
-    shared, series = _series(rows)
+    shared, series = _series(rows, unit)
     if not series:
         raise ResultsError("nothing to plot: no throughput point with a figure")
     labels = stack_labels(rows)
@@ -117,12 +118,12 @@ def scaling_figure(rows: Sequence[ScalingRow]) -> Any:
         groups = _groups(members)
         hosts_vary = len({g[1] for g in groups}) > 1
         draw_bars(row.bars, [_group_label(g, hosts_vary) for g in groups], _bars(members, groups, labels, colors),
-                  ylabel="images/sec", xlabel="workers")
+                  ylabel=unit, xlabel="workers")
         row.bars.set_title(title, fontsize=10)
         if row.speedup is not None:
             draw_speedup(row.speedup, _speedups(members, labels, colors))
     stacks = list(dict.fromkeys(labels[h] for h in colors))
-    title = f"{' vs '.join(stacks)}: images/sec (error bars: 95% interval) and speedup"
+    title = f"{' vs '.join(stacks)}: {unit} (error bars: 95% interval) and speedup"
     finish(fig, title + (f"\n{shared}" if shared else ""), *legend_entries(fig))
     return fig
 

@@ -180,7 +180,7 @@ def _record_files(path: Path) -> list[Path]:
 def _directory_files(path: Path, warn: Callable[[str], None]) -> list[tuple[Path, RunRecord]]:
     """The readable records of a directory of record JSON files (not a store); others are skipped, named."""
     out = []
-    for file in _record_files(path):
+    for file in _json_files(path):
         try:
             out.append((file, read_record(file)))
         except UnreadableRecord as exc:
@@ -188,6 +188,39 @@ def _directory_files(path: Path, warn: Callable[[str], None]) -> list[tuple[Path
         except FileNotFoundError:
             continue
     return out
+
+
+MAX_DIR_ENTRIES = 100_000  # a directory of run records, not a filesystem: `--stack /` is refused, never walked
+MAX_DIR_DEPTH = 8
+
+
+def _json_files(root: Path) -> list[Path]:
+    """The record files (*.json) under `root`, sorted: a bounded walk (entries, depth; no symlinked directories);
+    ResultsError when `root` holds more than a directory of records would."""
+    found: list[Path] = []
+    seen = 0
+    todo = [(root, 0)]
+    while todo:
+        folder, depth = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # unreadable or gone (a process's /proc entry): nothing of ours
+        seen += len(entries)
+        if seen > MAX_DIR_ENTRIES:
+            raise InputError(f"{root}: more than {MAX_DIR_ENTRIES:,} files and directories; not a directory of "
+                               "run records", hint="give a store (--store), a results directory or a stack name")
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth < MAX_DIR_DEPTH:
+                        todo.append((Path(entry.path), depth + 1))
+                elif (entry.name.endswith(".json") and not entry.name.endswith(SELECTION_SUFFIX)
+                      and entry.is_file()):
+                    found.append(Path(entry.path))
+            except OSError:
+                continue
+    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -286,20 +319,32 @@ def _resolve(selector: str, store: Store, depth: int) -> _Resolved:
     return summaries, what, store, store, Filters()
 
 
+def _no_runs_hint(selector: str, store: Store) -> str:
+    """What to give instead: the closest stack names stored, else the kinds of selector."""
+    import difflib
+
+    names = sorted({s.stack for s in store.summaries()})
+    close = difflib.get_close_matches(selector, names, n=2)
+    if close:
+        return f"did you mean {' or '.join(close)}? (`repro results` lists what is stored)"
+    if not names:
+        return "the store holds no runs: `repro bench` stores them there (or give --store)"
+    return ("give a stack name, a stack hash (or prefix), a manifest file, a results directory or a "
+            "*.selection.json file; `repro results` lists what is stored")
+
+
 def select(selector: str, store: Store, filters: Filters = Filters()) -> Selection:
-    """Resolve a selector to its runs; matching nothing raises ResultsError naming selector and store.
+    """Resolve a selector to its runs; matching nothing raises InputError naming selector and store (exit 2).
 
     Only the index is read here; the records themselves are parsed when `Selection.records` is first used.
     """
     summaries, what, used, source, saved = _resolve(selector, store, 0)
-    if not summaries:
-        raise ResultsError(f"'{selector}' matches no runs in {used.root}",
-                           hint="give a stack name, a stack hash (or prefix), a manifest file, a results "
-                           "directory or a *.selection.json file; `repro results` lists what is stored")
+    if not summaries:  # a misspelt or unrun stack is bad input (exit 2), not a failed run
+        raise InputError(f"'{selector}' matches no runs in {used.root}", hint=_no_runs_hint(selector, used))
     wanted = saved.narrowed(filters)
     kept = [s for s in summaries if wanted.matches(s)]
     if not kept:
-        raise ResultsError(f"'{selector}' ({what}, {len(summaries)} runs in {used.root}) has no run matching "
+        raise InputError(f"'{selector}' ({what}, {len(summaries)} runs in {used.root}) has no run matching "
                            f"{wanted.describe()}")
     if not wanted.empty:
         what += f" [{wanted.describe()}]"

@@ -25,6 +25,7 @@ BUILTIN: dict[str, str] = {
     "torch_cnn": "repro.workloads.torch_cnn",
     "torch_allreduce": "repro.workloads.torch_allreduce",
     "torch_tta": "repro.workloads.torch_tta",
+    "lm": "repro.workloads.lm",
     "probe": "repro.workloads.probe",
 }
 

@@ -234,7 +234,9 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         "warmup_steps": args.warmup_steps, "steps": args.steps, "step_time": args.step_time,
         "step_kind": args.step_kind, "matrix_size": args.matrix_size, "start_delay": args.start_delay,
         "fail_at_step": args.fail_at_step, "hang_at_step": args.hang_at_step, "fault_rank": args.fault_rank,
-        "intra_threads": threads, "usable_cpus": cpus, "seed": args.seed, "env": common.recorded_env(),
+        # sleep and busy steps run on one thread whatever the pool: no intra-op threads to judge against the cores
+        "intra_threads": threads if args.step_kind == "matmul" else None, "usable_cpus": cpus, "seed": args.seed,
+        "env": common.recorded_env(),
     }
     result = {
         "format": common.FORMAT,

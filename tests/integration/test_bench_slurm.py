@@ -160,6 +160,24 @@ def test_charliecloud_runs_torch_cnn_ranks_of_the_torch_image_on_both_nodes_unde
     assert_nothing_left(slurm_cluster, [rec.batch.id])
 
 
+@pytest.mark.parametrize("launcher", ["srun", "torchrun"])
+def test_lm_trains_with_fsdp_on_both_nodes_under_slurm(slurm_cluster, torch_store, inventory, launcher):
+    """The transformer workload in the torch image, FSDP2 over gloo across the allocation's two nodes: srun starts
+    the ranks, or srun starts one torchrun per node (repro.workloads.torchrun)."""
+    before = {r.id for r in Store(torch_store).records()}
+    proc = run_repro("bench", "--stack", "stacks/cpu-torch213-lm.yaml", "--hosts", str(inventory), "--scheduler",
+                     "slurm", "--store", str(torch_store), "--runtime", "charliecloud", "--launcher", launcher,
+                     "--workers", "2", "--parallelism", "fsdp", "--seq-len", "32", "--batch-size", "2",
+                     "--warmup-steps", "1", "--steps", "3", timeout=1800)
+    (rec,) = [r for r in Store(torch_store).records() if r.id not in before]
+    assert rec.status == "ok", (rec.failure, proc.stderr[-3000:])
+    assert sorted(r.host for r in rec.ranks) == rec.batch.nodes == ["h1", "h2"]
+    assert rec.settings.workload == "lm" and rec.settings.extra["parallelism"] == "fsdp"
+    assert rec.metrics["tokens_per_sec"] > 0 and rec.metrics["peak_memory_bytes"] > 0
+    assert rec.metrics["loss_first"] > 0 and rec.metrics["mfu"] is None
+    assert_nothing_left(slurm_cluster, [rec.batch.id])
+
+
 @pytest.mark.parametrize("runtime", ["host", "docker"])
 def test_mpirun_inside_the_allocation_starts_its_daemons_through_slurm(slurm_cluster, store, inventory, runtime):
     before = {r.id for r in Store(store).records()}

@@ -79,7 +79,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         [SSHD, "-D", "-e", "-f", str(d / "sshd_config"), "-p", str(port), "-h", str(d / "host"),
          "-o", "ListenAddress=127.0.0.1", "-o", f"AuthorizedKeysFile={d / 'authorized_keys'}",
          "-o", "StrictModes=no", "-o", "PidFile=none", "-o", "UsePAM=no", "-o", "PasswordAuthentication=no",
-         "-o", "KbdInteractiveAuthentication=no", "-o", "PermitRootLogin=prohibit-password"],
+         "-o", "KbdInteractiveAuthentication=no", "-o", "PermitRootLogin=prohibit-password",
+         # many connections at once (Ansible's workers, the variants): sshd's default MaxStartups 10:30:100 resets some
+         "-o", "MaxStartups=200", "-o", "MaxSessions=200"],
         stdout=subprocess.DEVNULL, stderr=open(d / "sshd.log", "w"))  # noqa: SIM115
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

@@ -1,4 +1,5 @@
-"""A PyTorch point through Trainer's torch contract on the two-host test cluster: the stand-in kubectl
+"""PyTorch on the two-host test cluster: the lm workload with the docker and host runtimes across h1 and h2, and a
+PyTorch point through Trainer's torch contract: the stand-in kubectl
 (tests/cluster/kube_emulator.py) runs the TrainJob repro renders for a torch workload as one container per node pod
 of the CPU PyTorch stack's image, each running torchrun with the PET_* variables exactly as Trainer's torch plugin
 injects them (the master: the first node pod's service name). No Kubernetes is involved (docs/kubernetes.md).
@@ -69,3 +70,40 @@ def test_a_torch_trainjob_runs_through_trainers_torch_contract(torch_store, clus
     for host in cluster.hosts:
         assert subprocess.run(["docker", "-H", host.docker_host, "ps", "-aq", "--filter", "label=repro.kube.pod"],
                               capture_output=True, text=True, timeout=60, check=True).stdout.split() == []
+
+
+LM_SMALL = ["--seq-len", "32", "--batch-size", "2", "--warmup-steps", "1", "--steps", "3", "--repeats", "1"]
+
+
+@pytest.mark.parametrize("parallelism", ["ddp", "fsdp"])
+def test_lm_runs_across_both_hosts_in_the_torch_image(torch_store, cluster, parallelism):
+    """The transformer workload in worker containers on h1 and h2, gloo between them (FSDP2's collectives too)."""
+    before = {r.id for r in Store(torch_store).records()}
+    run_repro("bench", "--stack", "stacks/cpu-torch213-lm.yaml", "--hosts", str(cluster.inventory), "--runtime",
+              "docker", "--workers", "2", "--parallelism", parallelism, *LM_SMALL, "--store", str(torch_store),
+              timeout=900)
+    (rec,) = [r for r in Store(torch_store).records() if r.id not in before]
+    assert rec.status == "ok", rec.failure
+    assert rec.runtime == "docker" and sorted(r.host for r in rec.ranks) == ["h1", "h2"]
+    assert rec.settings.extra["parallelism"] == parallelism and rec.metrics["tokens_per_sec"] > 0
+    assert rec.metrics["flops_per_token"] > 0 and rec.metrics["peak_memory_bytes"] > 0 and rec.metrics["mfu"] is None
+
+
+def test_lm_runs_across_both_hosts_with_the_host_runtime_and_compares(cluster, tmp_path):
+    """The bare-metal path: the hosts' own torch (repro's environment, which the test hosts share), FSDP2 under
+    torchrun across h1 and h2, two interleaved stacks, and compare's verdict on them."""
+    from tests.cluster.fixtures import host_runtime_inventory
+
+    twin = tmp_path / "lm-twin.yaml"
+    twin.write_text(f"extends: {ROOT / 'stacks' / 'cpu-torch213-lm.yaml'}\ndescription: twin\n"
+                    "env: {REPRO_TWIN: '1'}\n")
+    store = tmp_path / "store"
+    bare_metal = host_runtime_inventory(cluster, tmp_path / "bare-metal.yml")
+    run_repro("bench", "--stack", "stacks/cpu-torch213-lm.yaml", "--stack", str(twin), "--hosts", str(bare_metal),
+              "--runtime", "host", "--launcher", "torchrun", "--workers", "2", "--parallelism", "fsdp",
+              *LM_SMALL[:-2], "--repeats", "2", "--store", str(store), timeout=900)
+    records = Store(store).records()
+    assert len(records) == 4 and all(r.status == "ok" for r in records), [r.failure for r in records]
+    assert all(sorted(r.host for r in rec.ranks) == ["h1", "h2"] for rec in records)
+    compared = run_repro("compare", "stacks/cpu-torch213-lm.yaml", str(twin), "--store", str(store)).stdout
+    assert "Transformer training (tokens/sec): NEW/OLD" in compared and "paired comparison" in compared

@@ -118,7 +118,10 @@ def test_device_check_dry_run_prints_the_whole_check_without_running_it(tmp_path
     assert any("pip install" in c and "--no-index" in c and "--target" in c for c in commands)
     assert any(" capture " in c and "--framework pytorch" in c for c in commands)
     benches = [c for c in commands if " -m repro bench " in c]
-    assert len(benches) == 3 and all("--runtime host" in c and "--launcher torchrun" in c for c in benches)
+    assert len(benches) == 4 and all("--runtime host" in c and "--launcher torchrun" in c for c in benches)
+    (lm,) = [c for c in benches if "--workload lm" in c]
+    assert "--model llama3-1b" in lm and "--precision bf16" in lm and "--seq-len 2048" in lm
+    assert sum("lm_peer.py --side plain" in c and "--model llama3-1b" in c for c in commands) == 1
     (cnn,) = [c for c in benches if "torch_cnn" in c]
     assert "--precision fp32,bf16" in cnn and "--model resnet50" in cnn and "--repeats 3" in cnn
     assert any("--dist-backend nccl" in c and "--workers 1" in c for c in benches)
@@ -129,3 +132,39 @@ def test_device_check_dry_run_prints_the_whole_check_without_running_it(tmp_path
         check = subprocess.run(["shellcheck", str(REPO / "scripts" / "device-check.sh")], capture_output=True,
                                text=True, check=False)
         assert check.returncode == 0, check.stdout
+
+
+@pytest.mark.parametrize(("launcher", "parallelism"), [("torchrun", "ddp"), ("torchrun", "fsdp"), ("mpirun", "fsdp")])
+def test_lm_trains_a_tiny_transformer_on_two_ranks_and_reports_tokens_per_sec(launcher: str, parallelism: str) -> None:
+    result, _ = launch(launcher, "lm", ["--model", "tiny", "--batch-size", "2", "--seq-len", "32",
+                                             "--parallelism", parallelism, "--activation-checkpointing",
+                                             "--warmup-steps", "1", "--steps", "4"])
+    assert result["workload"] == "lm" and result["world"]["size"] == 2
+    settings, metrics, ranks = result["settings"], result["metrics"], result["ranks"]
+    assert (settings["parallelism"], settings["precision"], settings["seq_len"]) == (parallelism, "fp32", 32)
+    assert all(r["items_per_step"] == 2 * 32 and len(r["step_times"]) == 4 for r in ranks)
+    slowest_total = max(sum(r["step_times"]) for r in ranks)
+    assert math.isclose(metrics["tokens_per_sec"], 2 * 2 * 32 * 4 / slowest_total, rel_tol=1e-9)
+    assert metrics["flops_per_token"] == settings["flops_per_token"] > 6 * settings["params"] * 0.5
+    assert metrics["mfu"] is None and metrics["peak_flops"] is None  # no sourced peak for a CPU
+    assert all(m > 100 * 2**20 for m in metrics["peak_memory_bytes_per_rank"])  # a python with torch loaded
+    assert metrics["loss_first"] > metrics["loss_last"] > 0  # the one reused batch is being learnt
+
+
+def test_lm_in_bf16_under_fsdp_keeps_float32_gradient_reduction_and_learns() -> None:
+    result, _ = launch("torchrun", "lm", ["--batch-size", "2", "--seq-len", "32", "--parallelism", "fsdp",
+                                          "--precision", "bf16", "--warmup-steps", "1", "--steps", "4"])
+    assert result["settings"]["precision"] == "bf16"
+    assert result["metrics"]["loss_first"] > result["metrics"]["loss_last"]
+
+
+def test_a_non_finite_loss_fails_the_lm_run_naming_the_step_and_rank() -> None:
+    inventory = Inventory("local", (Host(name="localhost", address="127.0.0.1", slots=2, local=True),))
+    command = [sys.executable, "-m", "repro.workloads.lm", "--batch-size", "2", "--seq-len", "16", "--steps", "3",
+               "--warmup-steps", "0", "--nan-at-step", "1", *THREADS]
+    argv = LAUNCHERS.get("torchrun").argv(place(inventory, 2), command, ["PYTHONPATH"], interface="lo", ssh=None,
+                                          forwarded=("PATH",))
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode != 0 and common.RESULT_PREFIX not in proc.stdout
+    assert "repro-workload error: the loss is nan at step 2 of 3 on rank 1" in proc.stderr

@@ -242,7 +242,7 @@ def test_whatever_a_probe_prints_gives_software_or_a_probe_error_and_no_yaml_fro
                 assert str(exc) and "\n" not in str(exc)
                 return
             try:
-                captured = manifest_from(sw, framework="pytorch" if sw.torch else None)
+                captured = manifest_from(sw, framework="pytorch" if sw.framework("pytorch").version else None)
             except ReproError:
                 return
             written = yaml.safe_load(captured.to_yaml("header"))

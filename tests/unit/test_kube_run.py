@@ -28,7 +28,7 @@ verb = argv[2]
 if verb == "version":
     print(json.dumps({{"serverVersion": {{"gitVersion": scenario.get("version", "v1.33.2")}}}}))
 elif verb == "apply":
-    sys.stdin.read()
+    (here / "applied.yaml").write_text(sys.stdin.read())
     if scenario.get("apply_fails"):
         print("error: the server doesn't have a resource type trainjobs", file=sys.stderr); sys.exit(1)
 elif verb == "get" and argv[3] == "pods":
@@ -131,6 +131,25 @@ def test_a_refused_apply_fails_the_point_without_following_it(fake):
     scenario(apply_fails=True)
     out = kube_run.run_job(kube_plan(), 60, None)
     assert "kubectl apply refused the job" in out.failure and len(calls()) == 1
+
+
+def test_the_emitted_copy_is_exactly_what_is_applied_and_holds_no_secret_value(fake, tmp_path):
+    """A secret-shaped value under a plain name (a URL with a password, a GitHub token) reaches the pods through the
+    site's Secret (secretKeyRef), never as `value:`; `--emit` writes byte for byte what kubectl apply was given."""
+    scenario, _ = fake
+    scenario(apply_fails=True)  # the apply is what is checked; no need to follow a job
+    planted = {"PIP_INDEX_URL": "https://build:Pl4ntedPw@pypi.site/simple",
+               "NOTES": "ghp_" + "A1b2C3d4" * 5, "NCCL_DEBUG": "INFO"}
+    plan = kube_plan(env=planted)
+    kube_run.run_job(plan, 60, None)
+    applied = (tmp_path / "applied.yaml").read_text()
+    assert list(plan.files().values()) == [applied]
+    assert "Pl4ntedPw" not in applied and "A1b2C3d4" not in applied
+    trainer = next(o for o in plan.objects if o["kind"] == "TrainJob")["spec"]["trainer"]
+    env = {e["name"]: e for e in trainer["env"]}
+    for name in ("PIP_INDEX_URL", "NOTES"):
+        assert env[name] == {"name": name, "valueFrom": {"secretKeyRef": {"name": "repro-env", "key": name}}}
+    assert env["NCCL_DEBUG"] == {"name": "NCCL_DEBUG", "value": "INFO"}
 
 
 def test_the_cluster_version_and_a_missing_kubectl(fake, monkeypatch):

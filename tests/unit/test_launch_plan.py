@@ -12,7 +12,7 @@ from repro.hosts.inventory import Host, Inventory
 from repro.launch import collect
 from repro.launch.launchers import LAUNCHERS, SshOptions, for_backend
 from repro.launch.placement import host_list, place
-from repro.launch.plan import FORWARDED_HOST, PlanContext
+from repro.launch.plan import FORWARDED_HOST, PlanContext, env_input
 from repro.launch.points import SweepSpec, expand, point_key, sweep_id
 from repro.launch.runtimes import Outcome, RuntimeReport, plan_point
 from repro.manifest import load_stack
@@ -27,7 +27,7 @@ GPU = load_stack(ROOT / "stacks" / "tf114-cuda10.yaml")
 
 def plan_of(point, inventory, runtime, **ctx):
     """The plan of `point` on `inventory` (placed), with the launcher its controller needs."""
-    context = PlanContext(launcher=for_backend(point.backend), **ctx)
+    context = PlanContext(launcher=for_backend(point.backend), **{"framework": "tensorflow", **ctx})
     return plan_point(point, place(inventory, point.workers), runtime, context)
 
 
@@ -222,3 +222,30 @@ def test_tf_cnn_benchmarks_output_becomes_an_ok_record_through_the_import_parser
     # a point that asked for something else than what ran is refused, not mislabelled
     other = p.model_copy(update={"batch_per_worker": 32})
     assert collect.record(other, plan, ctx, Outcome(log.read_text(), "", 0, 60.0)).status == "failed"
+
+
+def test_secret_variables_reach_the_command_through_stdin_never_its_arguments():
+    """env_command/env_input run for real (a local Remote under repro's supervisor): a secret by name and one by
+    shape arrive in the command's environment, quotes, blanks and newlines intact; no argument holds them."""
+    from repro.hosts.remote import Remote
+    from repro.launch.plan import env_command, env_input
+
+    env = {"DB_PASSWORD": "p'w \"x\"\nline2", "NOTIFY_URL": "https://bot:UrlPw@hooks.example.org/n", "PLAIN": "1"}
+    argv = env_command(env, ["sh", "-c", 'printf "%s|%s|%s" "$DB_PASSWORD" "$NOTIFY_URL" "$PLAIN"'])
+    assert not any("p'w" in a or "UrlPw" in a for a in argv) and "PLAIN=1" in argv
+    with Remote(Host(name="here", address="127.0.0.1", local=True)) as remote:
+        proc = remote.start(argv, input=env_input(env))
+        assert proc.wait(30) == 0
+    assert proc.output()[0] == "|".join(env.values())
+    assert env_command({"PLAIN": "1"}, ["true"]) == ["env", "PLAIN=1", "true"] and env_input({"PLAIN": "1"}) is None
+
+
+def test_docker_exec_takes_secret_values_on_its_stdin_and_names_them_in_the_dry_run():
+    (p,) = expand(SweepSpec(workers=(2,)), CPU.stack)
+    env = {**CPU.stack.env, "DB_PASSWORD": "DbPw-41c9", "NOTIFY_URL": "https://bot:UrlPw-77e2@hooks.example.org/n"}
+    plan = plan_of(p, cluster(), "docker", stack_env=env, run_id="r1", image="repro/stack:abc", ssh_port=50000)
+    argv = plan.exec_argv
+    assert not any("DbPw-41c9" in a or "UrlPw-77e2" in a for a in argv)
+    assert argv[argv.index("exec") + 1] == "-i" and "--env" in argv and "repro-env" in argv
+    assert env_input(plan.env) == b"DB_PASSWORD=DbPw-41c9\0NOTIFY_URL=https://bot:UrlPw-77e2@hooks.example.org/n\0"
+    assert "# on the standard input of the command below: DB_PASSWORD, NOTIFY_URL" in "\n".join(plan.describe())

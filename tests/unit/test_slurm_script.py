@@ -9,6 +9,7 @@ After an intended change of a script, accept the new files with:
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from pathlib import Path
 
@@ -63,7 +64,9 @@ def batch_plan(runtime: str, launcher: str, *, workers: int = 2, inventory: Inve
                       gpu=loaded.stack.gpu, image=TAG, ssh_port=loaded.stack.container.ssh_port,
                       python="python3" if runtime != "host" else None, launcher=launcher,
                       infiniband=any(h.vars.get("repro_infiniband") for h in inventory.hosts),
-                      nccl_dir=point_dir(point, gpu=loaded.stack.gpu, run_id="0123abcd"))  # as repro bench
+                      nccl_dir=point_dir(point, gpu=loaded.stack.gpu, run_id="0123abcd",
+                                         framework=loaded.stack.framework),
+                      framework=loaded.stack.framework)  # as repro bench
     return slurm.plan(point, place(inventory, workers), runtime, ctx)
 
 
@@ -134,7 +137,29 @@ def test_a_secret_in_the_environment_never_reaches_the_script_only_sbatch_s_envi
     assert "export NCCL_DEBUG=INFO" in plan.script
     assert plan.submit_env == {"WANDB_API_KEY": "s3cr3t-value-0123456789"}
     described = "\n".join(plan.describe())
-    assert "s3cr3t" not in described and "WANDB_API_KEY=<redacted>" in described
+    assert "s3cr3t" not in described and "standard input of sbatch's command: WANDB_API_KEY" in described
+    assert not any("s3cr3t" in a for a in plan.submit_argv)
+
+
+def test_sbatch_gets_the_secret_in_its_environment_from_stdin_never_in_an_argument(tmp_path, monkeypatch):
+    """The planned submit command, run for real (a stand-in sbatch on PATH records its environment and arguments)."""
+    from repro.launch.schedulers.slurm_client import SlurmClient
+
+    seen = tmp_path / "seen"
+    sbatch = tmp_path / "sbatch"
+    sbatch.write_text(f'#!/bin/sh\nprintf "%s|%s" "$WANDB_API_KEY" "$*" > {seen}\n'
+                      f'tr "\\0" " " < /proc/$$/cmdline >> {seen}; cat /proc/$PPID/cmdline | tr "\\0" " " >> {seen}\n'
+                      'echo 4242\n')
+    sbatch.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    secret = "s3cr3t-value-0123456789 with spaces and 'quotes'"
+    plan = batch_plan("host", "srun", env={"WANDB_API_KEY": secret, "NCCL_DEBUG": "INFO"})
+    import dataclasses
+
+    with SlurmClient(dataclasses.replace(plan.site, submit_host=None)) as client:  # the submit host is this one
+        assert client.submit(plan.submit_argv, plan.submit_env) == "4242"
+    value, _, rest = seen.read_text().partition("|")
+    assert value == secret and "--parsable" in rest and "s3cr3t" not in rest
 
 
 @pytest.mark.parametrize("value", ["a\nb", "x\r", "nul\x00"])

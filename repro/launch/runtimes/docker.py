@@ -20,6 +20,7 @@ from repro.launch.nccl_files import joined
 from repro.launch.placement import Placement
 from repro.launch.plan import (
     CONTAINER_DATA,
+    ENV_FROM_STDIN,
     FORWARDED_DOCKER,
     FORWARDED_DOCKER_GPU,
     LAUNCH_KEY,
@@ -27,13 +28,16 @@ from repro.launch.plan import (
     ContainerPlan,
     LaunchPlan,
     PlanContext,
+    env_input,
+    plain_env,
     run_env,
+    secret_env,
 )
 from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
 from repro.launch.runtimes.docker_job import docker_job
 from repro.launch.runtimes.nccl_read import read_nccl, remove_dir
 from repro.launch.runtimes.watch import Watch, supervise
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import program
 from repro.manifest.schema import Stack
 from repro.results.provenance import ImageLock
 from repro.results.record import Settings
@@ -85,7 +89,7 @@ class DockerRuntime:
         first = placement[0].host
         env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
         data = CONTAINER_DATA if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or "python3", data=data)
         ssh = SshOptions(ctx.ssh_port, LAUNCH_KEY, LAUNCH_KNOWN_HOSTS)
         containers = tuple(container_plan(p.host, ctx.run_id, ctx.image, ctx.ssh_port,
                                           gpus=ctx.gpu and p.host.gpus > 0, infiniband=ctx.infiniband,
@@ -93,8 +97,11 @@ class DockerRuntime:
                            for p in placement)
         argv = LAUNCHERS.get(ctx.launcher).argv(placement, command, list(env), interface=first.interface, ssh=ssh,
                                                forwarded=FORWARDED_DOCKER_GPU if ctx.gpu else FORWARDED_DOCKER)
-        env_args = [a for k, v in sorted(env.items()) for a in ("--env", f"{k}={v}")]
-        exec_argv = docker_argv(first, "exec", *env_args, containers[0].name, *argv)
+        env_args = [a for k, v in sorted(plain_env(env).items()) for a in ("--env", f"{k}={v}")]
+        inside = argv
+        if secret_env(env):  # secret values on docker exec's stdin, read inside the container (never an argument)
+            env_args, inside = ["-i", *env_args], [*ENV_FROM_STDIN, *argv]
+        exec_argv = docker_argv(first, "exec", *env_args, containers[0].name, *inside)
         return LaunchPlan(point, placement, cls.name, ctx.launcher, env, argv, exec_argv, containers,
                           nccl_dir=ctx.nccl_dir)
 
@@ -106,7 +113,7 @@ class DockerRuntime:
             raise LaunchError("the docker runtime needs the stack's image (run `repro up STACK` first)")
         first = placement[0].host
         data = CONTAINER_DATA if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or "python3", data=data)
         env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
         return docker_job(command, env, ctx, nodes,
                           dataset=first.dataset_dir, placement_nodes=len(placement))
@@ -240,7 +247,7 @@ class DockerRuntime:
                 failure = f"starting the worker containers failed: {exc.message}"
                 return Outcome("", "", None, time.monotonic() - started, failure, self._remove(plan.containers))
             with Remote(plan.launcher) as remote:
-                proc = remote.start(plan.exec_argv)
+                proc = remote.start(plan.exec_argv, input=env_input(plan.env))
                 try:
                     with Watch([p.host for p in plan.placement], lambda: self._containers_alive(plan)) as watch:
                         code, failure = supervise(proc, watch, timeout, started, progress)

@@ -81,9 +81,9 @@ def load_crds(directory: str | Path) -> CrdSet:
     """Every CustomResourceDefinition in the YAML files of `directory` (read once per sweep); InputError naming a
     file that is not YAML or a CRD without a schema."""
     try:
-        resolved = Path(directory).resolve()
-    except (RuntimeError, OSError) as exc:  # a symbolic link loop (RuntimeError before Python 3.13)
-        raise InputError(f"--crds / repro_k8s_crds: {directory}: cannot be resolved ({exc})") from None
+        resolved = Path(directory).resolve(strict=False)
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise InputError(f"--crds / repro_k8s_crds: {directory}: {exc}") from None
     return _load(str(resolved))
 
 
@@ -95,14 +95,13 @@ def _load(directory: str) -> CrdSet:
     found = CrdSet()
     files = sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml", ".json"))[:MAX_FILES]
     for path in files:
-        try:  # bounded: a FIFO, a device or a link loop named *.yaml is refused, never read for ever
-            raw = read_file(path, MAX_BYTES)
-        except FileProblem as exc:
-            raise InputError(f"{path}: not a CRD file ({exc})") from None
         try:
-            docs = list(yaml.load_all(raw.decode("utf-8"), Loader=_LOADER))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not YAML ({exc})") from None
+            text = read_file(path, MAX_BYTES).decode("utf-8")  # bounded; a FIFO, a device or a link loop refused
+            docs = list(yaml.load_all(text, Loader=_LOADER))
+        except FileProblem as exc:
+            raise InputError(f"{path}: {exc}; not a CRD file") from None
+        except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+            raise InputError(f"{path}: not YAML ({str(exc)[:300]})") from None
         for doc in docs:
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue

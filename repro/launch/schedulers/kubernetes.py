@@ -33,21 +33,22 @@ from repro.launch.schedulers import SCHEDULERS, Scheduler, kube_check, kube_rend
 from repro.launch.schedulers.kube_options import OPTIONS
 from repro.launch.schedulers.kube_render import KubeJob
 from repro.launch.schedulers.kube_site import KubeSite, kubectl, site_from
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import program
 from repro.manifest.frameworks import FRAMEWORKS
 from repro.results.record import Settings
-from repro.results.redact import is_secret_name, redact_argv, redact_text
+from repro.results.redact import redact_argv, redact_text
+from repro.secrets import is_secret
 
 POD_INTERFACE = "eth0"  # a pod's network interface (the CNI's veth inside the pod)
 POD_NCCL_DIR = "/tmp"  # every pod has it: NCCL makes no directory
 RESOURCES = {"trainjob": "trainjobs.trainer.kubeflow.org", "mpijob": "mpijobs.kubeflow.org"}
 
 
-def policy_of(point: Settings) -> str:
-    """The training policy of a point: its workload's framework's (torch for PyTorch, MPI for TF+Horovod and
-    framework-free workloads)."""
-    framework = WORKLOADS.get(point.workload).spec.framework
-    return FRAMEWORKS.get(framework).kube_policy if framework else "mpi"
+def policy_of(point: Settings, framework: str | None) -> str:
+    """The training policy of a point on a stack of `framework`: its workload's framework's (torch for PyTorch, MPI
+    for TF+Horovod and framework-free workloads)."""
+    name = program(point.workload, framework).spec.framework
+    return FRAMEWORKS.get(name).kube_policy if name else "mpi"
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,8 @@ class KubePlan(LaunchPlan):
         return lines
 
     def files(self) -> dict[str, str]:
-        """The files `--emit DIR` writes: the point's manifests, for `kubectl apply -f`."""
-        return {f"{self.job_name}.yaml": redact_text(self.manifest)}
+        """The files `--emit DIR` writes: the point's manifests, exactly what `kubectl apply` is given."""
+        return {f"{self.job_name}.yaml": self.manifest}
 
 
 @SCHEDULERS.register("kubernetes", instance=True)
@@ -123,12 +124,12 @@ class Kubernetes(Scheduler):
                              "TrainJob or MPIJob runs the same number of processes",
                              hint="choose worker counts that are a multiple of the hosts' slots")
         procs = per_pod.pop()
-        policy = policy_of(point)
+        policy = policy_of(point, ctx.framework)
         # NCCL's INFO lines to each pod's /tmp, out of the output the pod's log gives the parser; they go with the
         # pod (not read back yet: a Kubernetes run's record has no `fabric`)
         env = run_env(ctx.stack_env, interface=POD_INTERFACE, gpu=ctx.gpu,
                       nccl_dir=POD_NCCL_DIR if ctx.nccl_dir else None)
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3",
+        command = program(point.workload, ctx.framework).command(point, ctx.python or "python3",
                                                         data=CONTAINER_DATA if point.data == "real" else point.data)
         if policy == "mpi":
             shape = Allocation(nodes=len(placement), tasks=point.workers, tasks_per_node=procs)
@@ -141,8 +142,8 @@ class Kubernetes(Scheduler):
         return KubeJob(
             name=f"repro-{ctx.run_id}".lower(), run_id=ctx.run_id, policy=policy,
             image=f"{registry.rstrip('/')}/{ctx.image}" if registry else ctx.image, command=tuple(argv),
-            env=tuple(sorted((k, v) for k, v in env.items() if not is_secret_name(k))),
-            secret_env=tuple(sorted(k for k in env if is_secret_name(k))),
+            env=tuple(sorted((k, v) for k, v in env.items() if not is_secret(k, v))),
+            secret_env=tuple(sorted(k for k, v in env.items() if is_secret(k, v))),
             nodes=len(placement), procs_per_node=procs, gpus_per_pod=gpus,
             deadline_s=max(1, math.ceil(self.timeout)), site=self.site)
 
@@ -151,11 +152,17 @@ class Kubernetes(Scheduler):
         job = self.job(point, placement, ctx)
         objects = kube_render.render(job)
         kube_check.check(objects, job.site.crds)
+        manifest = kube_render.to_yaml(objects)
+        if redact_text(manifest) != manifest:  # a secret outside `env` (a command argument): never applied in clear
+            raise InputError(f"{point.workload}: a value that looks like a secret would be in the job's "
+                             "manifest outside its environment",
+                             hint="pass secrets as environment variables: they reach the pods from the site's "
+                             f"Secret ({job.site.env_secret})")
         resource = RESOURCES[job.site.kind]
         env = {**dict(job.env), **{k: "" for k in job.secret_env}}
         return KubePlan(point, placement, runtime, "torchrun" if job.policy == "torch" else "mpirun", env,
                         list(job.command), kubectl(job.site, "apply", "-f", "-"), objects=tuple(objects),
-                        manifest=kube_render.to_yaml(objects), job_name=job.name, resource=resource,
+                        manifest=manifest, job_name=job.name, resource=resource,
                         run_label=f"{kube_render.RUN_LABEL}={job.run_id}",
                         delete_argv=kubectl(job.site, "delete", resource, job.name, "--ignore-not-found",
                                             "--wait=false"),

@@ -25,7 +25,8 @@ from repro.launch.plan import LaunchPlan
 from repro.launch.runtimes import JobStep
 from repro.launch.schedulers.slurm_site import SlurmSite
 from repro.results.record import Settings
-from repro.results.redact import is_secret_name, redact_argv, redact_text
+from repro.results.redact import redact_argv, redact_text
+from repro.secrets import is_secret
 
 WIDTH = 100
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -51,8 +52,10 @@ class BatchPlan(LaunchPlan):
         lines = [LaunchPlan.describe(self)[0],
                  f"# job script, written to {self.script_path} on {where}:"]
         lines += [f"    {line}" if line else "" for line in redact_text(self.script).splitlines()]
-        names = "".join(f"{k}=<redacted> " for k in sorted(self.submit_env))
-        lines.append(f"[{where}] {names}{shlex.join(redact_argv(self.submit_argv))}")
+        if self.submit_env:
+            lines.append(f"# on the standard input of sbatch's command: {', '.join(sorted(self.submit_env))} "
+                         "(secret values)")
+        lines.append(f"[{where}] {shlex.join(redact_argv(self.submit_argv))}")
         return lines
 
 
@@ -95,7 +98,7 @@ def header(site: SlurmSite, allocation: Allocation, job_name: str, time_limit: s
 def _exports(env: dict[str, str]) -> list[str]:
     lines = ["# The point's environment (the stack's env and repro's settings), passed on to every rank."]
     for name, value in sorted(env.items()):
-        if is_secret_name(name):
+        if is_secret(name, str(value)):
             lines.append(f"export {name}  # secret: the value comes from the environment sbatch runs in")
         else:
             if "$" in str(value) or "`" in str(value):

@@ -36,7 +36,7 @@ from repro.launch.schedulers.slurm_options import OPTIONS
 from repro.launch.schedulers.slurm_site import SlurmSite, minutes, site_from
 from repro.results.provenance import HostFacts
 from repro.results.record import Settings
-from repro.results.redact import is_secret_name
+from repro.secrets import is_secret
 
 
 @SCHEDULERS.register("slurm", instance=True)
@@ -108,8 +108,8 @@ class Slurm(Scheduler):
                                time_limit=self.site.time_limit or minutes(self.timeout))
         path = f"{self.site.workdir}/{job_name}.sbatch"
         client = SlurmClient(self.site)
-        submit = client.argv(["sbatch", "--parsable", path])
-        secrets = {k: v for k, v in step.env.items() if is_secret_name(k)}
+        secrets = {k: v for k, v in step.env.items() if is_secret(k, str(v))}
+        submit = client.argv(["sbatch", "--parsable", path], secrets)
         return render.BatchPlan(point, placement, runtime, ctx.launcher, step.env, launch, submit, script=script,
                                 script_path=path, submit_argv=submit, submit_env=secrets, job_name=job_name,
                                 site=self.site, allocation=shape, nccl_dir=nccl_dir)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from repro.errors import LaunchError
 from repro.hosts.inventory import Host
 from repro.hosts.remote import Remote, Result
+from repro.launch.plan import ENV_FROM_STDIN, env_input
 from repro.launch.schedulers.slurm_site import SlurmSite
 
 # Job states after which a job never runs again (with --no-requeue)
@@ -62,15 +63,22 @@ class SlurmClient:
     def host(self) -> Host:
         return self.site.submit_host or LOCAL_HOST
 
-    def argv(self, argv: list[str], env: dict[str, str] | None = None) -> list[str]:
-        """argv as run on the submit host: with the site's SLURM_CONF and `env` (env NAME=VALUE ... argv)."""
-        extra = {**({"SLURM_CONF": self.site.conf} if self.site.conf else {}), **(env or {})}
-        return ["env", *(f"{k}={v}" for k, v in extra.items()), *argv] if extra else list(argv)
+    def argv(self, argv: list[str], secrets: dict[str, str] | None = None) -> list[str]:
+        """argv as run on the submit host: with the site's SLURM_CONF, and `secrets` read from stdin (ENV_FROM_STDIN:
+        their values are never on a command line)."""
+        conf = [f"SLURM_CONF={self.site.conf}"] if self.site.conf else []
+        reader = list(ENV_FROM_STDIN) if secrets else []
+        return ["env", *conf, *reader, *argv] if conf or reader else list(argv)
 
     def run(self, argv: list[str], *, timeout: float = 60, env: dict[str, str] | None = None,
             data: bytes | None = None, check: bool = False) -> Result:
+        """argv on the submit host; `env`: secret variables, given on stdin (then no `data` may be)."""
         if self.remote is None:
             raise RuntimeError("SlurmClient used outside `with`")
+        if env:
+            if data is not None:
+                raise RuntimeError("SlurmClient.run: secret variables and data both on stdin")
+            data = env_input(env)
         return self.remote.run(self.argv(argv, env), timeout=timeout, input=data, check=check)
 
     def must(self, argv: list[str], *, timeout: float = 60, what: str = "") -> str:
@@ -129,8 +137,11 @@ class SlurmClient:
             raise LaunchError(f"cannot write the job script {path} on {self.host.name}: {res.tail(3)}")
 
     def submit(self, argv: list[str], env: dict[str, str]) -> str:
-        """Run the submit command (sbatch --parsable ...); the job id."""
-        res = self.run(argv, env=env, timeout=120)
+        """Run the submit command as planned (argv(["sbatch", ...], env): the secret variables `env` on its stdin);
+        the job id."""
+        if self.remote is None:
+            raise RuntimeError("SlurmClient used outside `with`")
+        res = self.remote.run(argv, timeout=120, input=env_input(env) if env else None)
         job = res.stdout.strip().split(";")[0] if res.ok else ""
         if not job.isdigit():
             raise LaunchError(f"sbatch refused the job on {self.host.name}: {res.tail(5)}")
