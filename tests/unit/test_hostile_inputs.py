@@ -29,7 +29,8 @@ def refused(proc: subprocess.CompletedProcess, *located: str) -> None:
 
 
 @pytest.mark.parametrize(("name", "text", "where"), [
-    ("deep", "[site]\nstore = 'x'\na = " + "[" * 5000 + "]" * 5000 + "\n", "repro.toml:3: unreadable repro configuration: nested more than"),
+    ("deep", "[site]\nstore = 'x'\na = " + "[" * 5000 + "]" * 5000 + "\n",
+     "repro.toml:3: unreadable repro configuration: nested more than"),
     ("digits", "[site]\n\na = " + "9" * 5000 + "\n", "repro.toml:3: unreadable repro configuration: a number of more than"),
 ])
 def test_a_deep_or_5000_digit_repro_toml_is_an_error_at_its_line(tmp_path, name, text, where):
@@ -58,7 +59,8 @@ def test_results_of_the_root_directory_is_refused_without_walking_the_filesystem
 def test_restoring_a_fifo_does_not_block(tmp_path):
     fifo = tmp_path / "archive.tar"
     os.mkfifo(fifo)
-    refused(repro("restore", str(fifo), "--store", str(tmp_path / "store")), "not a regular file", "named pipe", "not an archive")
+    refused(repro("restore", str(fifo), "--store", str(tmp_path / "store")), "not a regular file", "named pipe",
+            "not an archive")
 
 
 def test_a_crds_symlink_loop_is_an_input_error_naming_the_flag(tmp_path):
