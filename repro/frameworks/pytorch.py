@@ -90,12 +90,13 @@ class PyTorch(Framework):
         return auto_backend(gpu)
 
     def capture(self, sw: Any, data: dict, notes: list[str]) -> None:
-        from repro.manifest.capture import driver
+        from repro.manifest.capture import checked_version, driver
         from repro.manifest.findings import table
 
         torch = sw.framework(self.name)
-        version, _, label = (torch.version or "").partition("+")
-        cuda, b = torch.build.get("cuda"), torch.build
+        version, _, label = checked_version("torch.__version__", torch.version or "").partition("+")
+        b = torch.build
+        cuda = checked_version("torch.version.cuda", b["cuda"]) if b.get("cuda") else None
         variant = label if label.startswith("cu") or label == "cpu" else (
             f"cu{cuda.split('.')[0]}{cuda.split('.')[1]}" if cuda and "." in cuda else "cpu")
         section: dict[str, Any] = {"version": version, "source": "pip", "variant": variant}

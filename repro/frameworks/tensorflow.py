@@ -72,7 +72,9 @@ class TensorFlow(Framework):
         return None  # Horovod picks NCCL for GPU tensors itself (gpu_operations); its controller is --backends
 
     def capture(self, sw: Any, data: dict, notes: list[str]) -> None:
-        version = sw.framework(self.name).version
+        from repro.manifest.capture import checked_version
+
+        version = checked_version("tensorflow.__version__", sw.framework(self.name).version or "")
         package = next((p for p in ("tensorflow-cpu", "tensorflow", "tensorflow-gpu", "tensorflow-intel")
                         if p in sw.packages), None)
         data["tensorflow"] = {"version": version, **({"package": package} if package else {})}

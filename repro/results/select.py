@@ -158,6 +158,25 @@ def _parsed(records: Sequence[tuple[Path, RunRecord]]) -> tuple[list[Summary], _
     return summaries, _Parsed({s.path: r for s, (_, r) in zip(summaries, records, strict=True)})
 
 
+MAX_DIRECTORY_ENTRIES = 100_000
+MAX_DIRECTORY_DEPTH = 6
+
+
+def _record_files(path: Path) -> list[Path]:
+    """The *.json files under `path` (not following links, at most 6 levels down); InputError when it holds more
+    than 100,000 entries: `--stack /` names a filesystem, not a directory of records, and is not walked."""
+    found, seen = [], 0
+    for folder, dirs, files in os.walk(path, onerror=lambda exc: None):
+        seen += len(dirs) + len(files)
+        if seen > MAX_DIRECTORY_ENTRIES:
+            raise InputError(f"{path}: more than {MAX_DIRECTORY_ENTRIES} files and directories: not a directory of "
+                             "records", hint="name a store (--store), a stack, or a directory of record files")
+        if len(Path(folder).relative_to(path).parts) >= MAX_DIRECTORY_DEPTH:
+            dirs.clear()
+        found += [Path(folder) / f for f in files if f.endswith(".json") and not f.endswith(SELECTION_SUFFIX)]
+    return sorted(found)
+
+
 def _directory_files(path: Path, warn: Callable[[str], None]) -> list[tuple[Path, RunRecord]]:
     """The readable records of a directory of record JSON files (not a store); others are skipped, named."""
     out = []

@@ -3,7 +3,6 @@ they match the stack and refusing otherwise."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +19,10 @@ from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, RuntimeReport, Via
 from repro.launch.runtimes.nccl_read import gather_nccl
 from repro.launch.runtimes.watch import Watch, supervise
 from repro.launch.workloads import program
+from repro.manifest.capture import comment
+from repro.manifest.probe_output import ProbeOutputError, software_from_output
 from repro.manifest.schema import Stack
-from repro.manifest.software import Software, from_host_probe, mismatches
+from repro.manifest.software import Software, mismatches
 from repro.results.provenance import ImageLock
 from repro.results.record import Settings
 
@@ -105,11 +106,12 @@ def probe_host(host: Host, via: Via | None = None, *, frameworks: tuple[str, ...
     script = f"ONLY = {sorted(n for n in names if n.isidentifier())!r}\n" + HOST_PROBE  # registry names only
     with (via or Remote)(host) as remote:
         res = remote.run([host.python, "-c", script], timeout=PROBE_TIMEOUT_S)
-    try:
-        return from_host_probe(json.loads(res.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError):
-        raise LaunchError(f"{host.name}: cannot run {host.python} to check the installed software:\n"
-                          f"{res.tail()}") from None
+    try:  # whatever the host's python printed: null, bytes, JSON a thousand deep (issue 38)
+        return software_from_output(res.stdout.encode("utf-8", "surrogateescape"))
+    except ProbeOutputError as exc:
+        raise LaunchError(f"{host.name}: {host.python} (repro_python) cannot be checked: its software probe {exc} "
+                          f"(exit {res.returncode})" + "".join(f"\n  {comment(line)}" for line in
+                                                             res.stderr.strip().splitlines()[-12:])) from None
 
 
 def check_hosts(stack: Stack, hosts: list[Host], *, backend: str, via: Via | None = None) -> dict[str, Software]:
