@@ -31,7 +31,8 @@ def refused(proc: subprocess.CompletedProcess, *located: str) -> None:
 @pytest.mark.parametrize(("name", "text", "where"), [
     ("deep", "[site]\nstore = 'x'\na = " + "[" * 5000 + "]" * 5000 + "\n",
      "repro.toml:3: unreadable repro configuration: nested more than"),
-    ("digits", "[site]\n\na = " + "9" * 5000 + "\n", "repro.toml:3: unreadable repro configuration: a number of more than"),
+    ("digits", "[site]\n\na = " + "9" * 5000 + "\n",
+     "repro.toml:3: unreadable repro configuration: a number of more than"),
 ])
 def test_a_deep_or_5000_digit_repro_toml_is_an_error_at_its_line(tmp_path, name, text, where):
     (tmp_path / "repro.toml").write_text(text)
