@@ -123,6 +123,9 @@ def test_kill_9_of_prepare_leaves_no_process_and_the_next_start_no_scratch(serve
         assert _wait_for(lambda: repro.poll() is not None or any(
             "ssh" in _cmdline(p).split(" ", 1)[0] for p in _descendants(repro.pid)), 90) and repro.poll() is None, \
             f"ansible-playbook never reached the host: {log.read_text(errors='replace')[-3000:]}"
+        # a loaded machine can take a while between the first ssh and a stable process tree: look again until
+        # ansible-playbook is seen (or 30 s)
+        _wait_for(lambda: any("ansible-playbook" in _cmdline(p) for p in _descendants(repro.pid)), 30)
         time.sleep(1.0)
         started = _descendants(repro.pid)
         assert any("ansible-playbook" in _cmdline(p) for p in started), [_cmdline(p) for p in started]
