@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from repro.registry import Registry
-from repro.workloads import catalog
+from repro.workloads import catalog, framing
 from repro.workloads.spec import WorkloadSpec
 
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ def program(name: str, framework: str | None) -> Workload:
 
 
 def find_result(stdout: str) -> dict[str, Any] | None:
-    """The `REPRO_RESULT <json>` document a repro workload's rank 0 printed, or None."""
-    for line in reversed(stdout.splitlines()):
+    """The `REPRO_RESULT <json>` document a repro workload's rank 0 printed (whole or in parts), or None."""
+    for line in reversed(framing.joined(stdout).splitlines()):
         line = line.strip()
         if line.startswith(RESULT_MARKER):
             try:
@@ -101,7 +101,8 @@ class ProbeWorkload(ReproWorkload):
     def parse(self, stdout: str) -> dict[str, Any] | None:
         from repro.workloads import probe
 
-        return probe.merge(find_result(stdout), stdout)
+        whole = framing.joined(stdout)
+        return probe.merge(find_result(whole), whole)
 
 
 # Built-in workloads (repro.workloads.catalog.BUILTIN) whose launch needs more than ReproWorkload: the probe's

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _common as common
+from . import framing
 from ._common import WorkloadError, run_main
 from ._net import launcher_rank, local_ipv4_addresses
 from .spec import ArgumentParser, Option, WorkloadSpec
@@ -226,7 +227,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         "step_times": step_times, "items_per_step": args.batch_size,
     }
     if world["rank"] != 0:
-        sys.stdout.write(RANK_PREFIX + json.dumps(common.json_safe(record), separators=(",", ":")) + "\n")
+        sys.stdout.write(framing.printed(RANK_PREFIX + json.dumps(common.json_safe(record), separators=(",", ":"))))
         sys.stdout.flush()
         return None
     settings = {
@@ -252,7 +253,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w") as handle:
             handle.write(line[len(common.RESULT_PREFIX):] + "\n")
-    sys.stdout.write(line + "\n")
+    sys.stdout.write(framing.printed(line))
     sys.stdout.flush()
     return result
 
