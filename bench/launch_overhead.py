@@ -1,6 +1,6 @@
 """What does `repro bench` add per point, over the launcher line it runs? (target: <= 1 s after the first point)
 
-    python bench/launch_overhead.py [--points 5] [--repeats 3]
+    python bench/launch_overhead.py [--points 5] [--repeats 3] [--probe]
 
 The point is tiny (ResNet-20, batch 4, 1 warm-up and 3 measured steps, 1 worker, host runtime on this machine),
 but its launcher line still starts Python and imports TensorFlow, which takes 10-50 s on a loaded 2-core machine
@@ -67,7 +67,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--points", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--probe", action="store_true", help="the probe workload (10 steps of 10 ms sleep, no framework "
+                    "import) instead of ResNet-20: repro's own cost stands out of the launcher's noise")
     args = ap.parse_args()
+    if args.probe:
+        POINT[POINT.index("--batch-size"):] = ["--workload", "probe", "--step-kind", "sleep", "--step-time", "0.01",
+                                               "--warmup-steps", "1", "--steps", "10"]
     if args.points < 2:
         ap.error("--points must be at least 2")
     line = raw_line()

@@ -133,8 +133,10 @@ def run_plain(args: argparse.Namespace) -> float:
 def run_repro(args: argparse.Namespace) -> float:
     extra = ["--xla"] if args.compile else []
     out = torchrun(args, ["-m", "repro.workloads.lm", *common_args(args), *extra, "--inter-threads", "1"])
-    line = [x for x in out.splitlines() if x.startswith("REPRO_RESULT ")][-1]
-    return float(json.loads(line[len("REPRO_RESULT "):])["metrics"]["tokens_per_sec"])
+    sys.path.insert(0, str(REPO))
+    from repro.launch.workloads import find_result  # the result line whole again, printed in parts or not
+
+    return float(find_result(out)["metrics"]["tokens_per_sec"])
 
 
 def main() -> int:

@@ -123,8 +123,10 @@ def run_repro(args: argparse.Namespace) -> float:
     command = ["-m", "repro.workloads.torch_cnn", *[a for a in common_args(args) if a != "--compile"], *compile_flag,
                "--inter-threads", "1", "--seed", str(args.seed)]
     out = torchrun(args, command)
-    line = [x for x in out.splitlines() if x.startswith("REPRO_RESULT ")][-1]
-    return float(json.loads(line[len("REPRO_RESULT "):])["metrics"]["images_per_sec"])
+    sys.path.insert(0, str(REPO))
+    from repro.launch.workloads import find_result  # the result line whole again, printed in parts or not
+
+    return float(find_result(out)["metrics"]["images_per_sec"])
 
 
 def main() -> int:

@@ -16,12 +16,15 @@ import contextlib
 import ctypes
 import os
 import re
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
@@ -110,6 +113,57 @@ def supervise(parent: int, argv: list[str]) -> int:
     rc = child.wait()
     _kill_group(child, signal.SIGKILL)  # what the program left behind in its group
     return rc if rc >= 0 else 128 - rc
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """What a program printed, at most the bytes asked for; `stopped` says why repro ended it early, if it did."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    stopped: str | None = None
+
+
+def run_bounded(argv: list[str], *, timeout: float, max_bytes: int) -> Bounded:
+    """Run argv with no input; keep at most max_bytes of each output stream and stop its whole process group once
+    it prints more or runs past `timeout` (a program that prints for ever or never ends costs that much, no more).
+
+    OSError when argv cannot be started.
+    """
+    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True, preexec_fn=die_with_parent)
+    out_fd, err_fd = child.stdout.fileno(), child.stderr.fileno()
+    kept: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
+    stopped = None
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        for stream in (child.stdout, child.stderr):
+            sel.register(stream, selectors.EVENT_READ)
+        while sel.get_map() and stopped is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                stopped = f"did not finish in {timeout:g} s"
+                break
+            for key, _ in sel.select(left):
+                block = os.read(key.fd, 1 << 16)
+                if not block:
+                    sel.unregister(key.fileobj)
+                    continue
+                kept[key.fd] += block
+                if len(kept[key.fd]) > max_bytes:
+                    stopped = f"printed more than {max_bytes} bytes"
+    if stopped is not None:
+        _kill_group(child, signal.SIGKILL)
+    try:
+        code = child.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:  # its output closed, but it goes on
+        _kill_group(child, signal.SIGKILL)
+        code, stopped = child.wait(), stopped or f"did not finish in {timeout:g} s"
+    child.stdout.close()
+    child.stderr.close()
+    return Bounded(None if stopped else code, bytes(kept[out_fd][:max_bytes]), bytes(kept[err_fd][:max_bytes]),
+                   stopped)
 
 
 def _kill_group(child: subprocess.Popen, sig: int) -> None:

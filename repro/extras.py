@@ -5,7 +5,10 @@
     pip install 'repro[images]'    up, archive, restore, the docker runtime (Docker SDK)
     pip install 'repro[plot]'      --plot (matplotlib)
     pip install 'repro[kubernetes]' --scheduler kubernetes: offline checks (Trainer's types, CEL, pod schema)
-    pip install 'repro[workloads]' the workloads on this machine: TensorFlow, Horovod, scikit-learn, mpi4py
+    pip install 'repro[tf]'        TensorFlow's workloads on this machine: TensorFlow, Horovod (compiled), mpi4py
+    pip install 'repro[torch]'     PyTorch's workloads on this machine: torch (the CPU wheel: --index-url
+                                   https://download.pytorch.org/whl/cpu), scikit-learn
+    pip install 'repro[workloads]' both
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from repro.errors import BackendUnavailable
 
 EXTRAS = {"hosts": "prepare and SSH to remote hosts", "images": "building, archiving and running stack images",
           "plot": "plots", "workloads": "running the workloads on this machine",
+          "tf": "running TensorFlow's workloads on this machine",
+          "torch": "running PyTorch's workloads on this machine",
           "kubernetes": "checking the objects of --scheduler kubernetes offline"}
 
 

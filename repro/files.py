@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import Any
 
 MAX_FILE_BYTES = 1 << 20
 _FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -90,3 +91,27 @@ def regular_file(path: str | os.PathLike[str], max_bytes: int | None = None) -> 
     if max_bytes is not None and info.st_size > max_bytes:
         raise FileProblem(f"too large: {info.st_size} bytes; at most {max_bytes} bytes are read")
     return info.st_size
+
+
+def shape_problem(data: Any, *, max_depth: int, max_items: int) -> str | None:
+    """Why parsed JSON (or YAML) is unusable whatever its schema says: nested more than max_depth levels, a list of
+    more than max_items, text that is not UTF-8 (a lone surrogate such as \\ud800); None when it is usable.
+    Iterative, so no depth breaks it."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > max_depth:
+            return f"nested more than {max_depth} levels deep"
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+            stack.extend((k, depth) for k in node)
+        elif isinstance(node, list):
+            if len(node) > max_items:
+                return f"a list of {len(node)} items (at most {max_items})"
+            stack.extend((v, depth + 1) for v in node)
+        elif isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return "text that is not UTF-8 (a lone surrogate such as \\ud800)"
+    return None

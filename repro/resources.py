@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.errors import BackendUnavailable, InputError
-from repro.files import FileProblem, read_file
+from repro.files import FileProblem, read_file, shape_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,6 +41,9 @@ SITE_KEYS = {"store": "REPRO_STORE", "playbooks": "REPRO_PLAYBOOKS", "stacks": "
 # tables a scheduler reads itself (its own options, checked there): [kubernetes] in launch/schedulers/kube_site.py
 SCHEDULER_TABLES = ("kubernetes",)
 _CHECKOUT = Path(__file__).resolve().parent.parent
+MAX_CONFIG_DEPTH = 16  # a configuration is two levels deep; thousands would break the parser (a RecursionError)
+MAX_CONFIG_ITEMS = 10_000
+_DIGITS = re.compile(r"[0-9][0-9_]{4300,}")  # past Python's int limit: the parser raises a plain ValueError
 
 
 def config_files() -> list[Path]:
@@ -71,6 +74,53 @@ def _line_of(text: str, key: str, table: str | None) -> int:
         if name and current == table and name.group(1).split(".")[0] == key:
             return number
     return 1
+
+
+def _deep_line(text: str) -> int:
+    """The line where brackets first nest past MAX_CONFIG_DEPTH (or a dotted key does), 1 when none does: where
+    a configuration too deep to read is too deep. Brackets inside strings are counted too: it only locates."""
+    depth = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.count(".") >= MAX_CONFIG_DEPTH:
+            return number
+        for char in line:
+            depth += (char in "[{") - (char in "]}")
+            if depth > MAX_CONFIG_DEPTH:
+                return number
+    return 1
+
+
+def read_config(path: str | Path) -> tuple[str, dict[str, Any]]:
+    """A TOML configuration file's text and data, read bounded and depth-limited; InputError at file:line when it
+    cannot be used (unreadable, not UTF-8, not TOML, nested too deep, a number past Python's 4,300 digits)."""
+    try:
+        raw = read_file(path)  # bounded: a FIFO or a device is refused, never read for ever
+    except (FileProblem, OSError) as exc:
+        raise InputError(f"{path}: unreadable repro configuration ({exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{path}:{line}: unreadable repro configuration: "
+                         f"not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        at = re.search(r"at line (\d+)", str(exc))
+        raise InputError(f"{path}:{at.group(1) if at else 1}: unreadable repro configuration ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{path}:{_deep_line(text)}: unreadable repro configuration: nested more than "
+                         f"{MAX_CONFIG_DEPTH} levels deep") from None
+    except ValueError:  # an integer of more than 4,300 digits
+        digits = _DIGITS.search(text)
+        line = text.count("\n", 0, digits.start()) + 1 if digits else 1
+        raise InputError(f"{path}:{line}: unreadable repro configuration: a number of more than 4,300 digits") \
+            from None
+    why = shape_problem(data, max_depth=MAX_CONFIG_DEPTH, max_items=MAX_CONFIG_ITEMS)
+    if why:
+        raise InputError(f"{path}:{_deep_line(text) if why.startswith('nested') else 1}: unusable repro "
+                         f"configuration: {why}")
+    return text, data
 
 
 def _check(path: Path, text: str, data: dict[str, Any]) -> dict[str, str]:
@@ -155,11 +205,7 @@ def _depth(text: str) -> tuple[int, int]:
 @cache
 def _site(path: str, stamp: tuple[int, int]) -> dict[str, str]:
     """A configuration file's [site] values, relative directories resolved against the file's own."""
-    try:
-        text = read_file(path).decode("utf-8")  # bounded: a FIFO or a device is refused, never read for ever
-        data = _toml(path, text)
-    except (FileProblem, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"{path}: unreadable repro configuration ({exc})") from None
+    text, data = read_config(path)
     base = Path(path).parent
     return {k: str(base / Path(v).expanduser()) for k, v in _check(Path(path), text, data).items()}
 

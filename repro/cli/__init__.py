@@ -34,7 +34,62 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 
 
-class CommandParser(argparse.ArgumentParser):
+USAGE_LINES = 4  # a longer usage is replaced by a pointer to --help in an error: the error is what matters
+
+
+def close_matches(word: str, known: Sequence[str]) -> list[str]:
+    """The known words closest to a mistyped one (`--warmup_steps` finds `--warmup-steps`)."""
+    import difflib
+
+    candidates = {k.replace("_", "-").lower(): k for k in known}
+    found = difflib.get_close_matches(word.replace("_", "-").lower(), list(candidates), n=2, cutoff=0.6)
+    return [candidates[f] for f in found]
+
+
+def _unquoted(text: str) -> str:
+    return text.strip().strip("'\"")
+
+
+class ReproParser(argparse.ArgumentParser):
+    """An argument parser whose errors are short: the error, a did-you-mean for a mistyped flag, subcommand or
+    choice, and the usage only when it is short (else a pointer to --help); exit status 2 as argparse's."""
+
+    def suggestion(self, message: str) -> str:
+        """'did you mean ...?' for the word an argparse error message names, or ''."""
+        import re
+
+        choice = re.search(r"invalid choice: (.+?) \(choose from (.*)\)$", message)
+        if choice:
+            known = [_unquoted(c) for c in choice.group(2).split(",")]
+            close = close_matches(_unquoted(choice.group(1)), known)
+            return f"did you mean {' or '.join(close)}?" if close else ""
+        unknown = re.match(r"unrecognized arguments: (.*)$", message)
+        if unknown:
+            flags = [f for f in self._option_string_actions if f.startswith("--")]
+            said = []
+            for word in unknown.group(1).split():
+                if word.startswith("-"):
+                    close = close_matches(word.split("=", 1)[0], flags)
+                    if close:
+                        said.append(f"{word.split('=', 1)[0]}: did you mean {' or '.join(close)}?")
+            return "; ".join(said)
+        return ""
+
+    def error(self, message: str):  # type: ignore[override]
+        """Print the error, a suggestion and a short usage on stderr; exit 2."""
+        lines = [f"{self.prog}: error: {message}"]
+        hint = self.suggestion(message)
+        if hint:
+            lines.append(f"  {hint}")
+        usage = self.format_usage().rstrip()
+        if usage.count("\n") < USAGE_LINES:
+            lines.append(usage)
+        else:
+            lines.append(f"usage: {self.prog} ... (`{self.prog} --help` lists every option)")
+        self.exit(2, "\n".join(lines) + "\n")
+
+
+class CommandParser(ReproParser):
     """A command's parser that may add some of its arguments on first use: `p.defer(fill)` runs `fill(p)` before
     the parser parses or prints usage or help, in the order deferred (`complete()` runs them now)."""
 
@@ -68,7 +123,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     when that command is parsed or its help printed, so one command never pays for another's plug-ins)."""
     import importlib
 
-    parser = argparse.ArgumentParser(
+    parser = ReproParser(
         prog="repro",
         description="Reproducible distributed deep-learning benchmarks: "
         "validate a stack, build its image, prepare hosts, benchmark, compare.",

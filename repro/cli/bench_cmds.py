@@ -301,7 +301,7 @@ def options(args: argparse.Namespace):
         raise InputError("--emit: writes the planned files; give it with --dry-run")
     return BenchOptions(runtime=args.runtime, launcher=args.launcher, scheduler=args.scheduler, repeats=repeats,
                         timeout=args.timeout, resume=args.resume, dry_run=args.dry_run, warmup=args.warmup,
-                        site=site)
+                        site=site, verbose=bool(getattr(args, "verbose", False)))
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

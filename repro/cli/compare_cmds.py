@@ -34,6 +34,19 @@ def filters_from(args: argparse.Namespace):
                          hosts=args.hosts)
 
 
+def reading_store(path: str | None):
+    """The store a command reads from; a --store that is not a directory is an error (exit 2), not an empty store."""
+    from pathlib import Path
+
+    from repro.errors import InputError
+    from repro.results.store import Store
+
+    if path is not None and not Path(path).is_dir():
+        raise InputError(f"--store {path}: no such directory", hint="give the results directory `repro bench` "
+                         "stored its runs in (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
+    return Store(path)
+
+
 def add_window_options(p: argparse.ArgumentParser) -> None:
     """--warmup fixed|auto and --baseline-workers N: which steps a figure uses, which point efficiency is against."""
     p.add_argument("--warmup", choices=("fixed", "auto"), default=None,
@@ -61,8 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "significant difference / not enough runs), the change in "
         "scaling efficiency, and what changed between the stacks (manifest, lock, settings).\n\n"
         f"OLD and NEW are each {SELECTORS_HELP}.",
-        epilog="exit status: 0 compared; 1 a selection matched nothing, the runs are on different hardware or "
-        "the store is unreadable; 2 bad input (an option value, a selection or manifest file); "
+        epilog="exit status: 0 compared; 1 the runs are on different hardware or the store is unreadable; 2 bad "
+        "input (an option value, a selection or manifest file, a selection that matches no runs, OLD = NEW, a "
+        "--store that is not a directory); "
         f"{EXIT_REGRESSION} with --fail-on-regression, when any point is significantly slower beyond the threshold.")
     p.add_argument("old", metavar="OLD", type=path_argument, help="the baseline (with --reference: the candidate)")
     p.add_argument("new", metavar="NEW", type=path_argument, nargs="?", default=None,
@@ -140,14 +154,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from repro.compare.render import render
     from repro.pipeline.compare import compare
-    from repro.results.store import Store
 
     if args.plot:
         from repro.results.plots import check_target
 
         check_target(args.plot)  # before any work
     old, new = sides(args)
-    result = compare(old, new, store=Store(args.store), filters=filters_from(args),
+    result = compare(old, new, store=reading_store(args.store), filters=filters_from(args),
                      options=options_from(args), store_flag=args.store).comparison
     quiet = bool(getattr(args, "quiet", False))
     sys.stdout.write(render(result, args.format, quiet=quiet))  # -q: the tables and the verdicts only

@@ -41,10 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     _store_option(imp)
     # the readers' names are checked when the logs are read (an unknown one gets the list): importing the readers
     # here would load the record model on every command's start
-    imp.add_argument("--format", dest="log_format", default="auto", metavar="LOG_FORMAT",
+    imp.add_argument("--log-format", "--format", dest="log_format", default="auto", metavar="LOG_FORMAT",
                      help="log format: auto (default: detected, per run) or a reader's name (tf_cnn_benchmarks, "
                      "horovod_synthetic, mlperf, torch_ddp_benchmark, nccl_tests, megatron, torchtitan, ...; an "
-                     "unknown name lists them)")
+                     "unknown name lists them); --format is its old spelling, deprecated: every other command's "
+                     "--format is the output's")
     imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="[PATTERN][#RUN]:NAME=VALUE",
                      help="a setting the logs do not show, for the files matching PATTERN (repeatable)")
     imp.add_argument("--hosts", type=int, metavar="N", help="same as --set hosts=N (every file)")

@@ -154,7 +154,7 @@ def cmd_stacks(args: argparse.Namespace) -> int:
         s = loaded.stack
         warnings = sum(f.severity == "warning" for f in findings)
         status = "errors" if bad else f"{warnings} warnings"
-        framework = s.tensorflow or s.pytorch
+        framework = getattr(s, s.framework)  # the pinned framework's section
         # versions are text: 3.10 is not 3.1
         cells.append((s.name, f"{s.os.distro} {s.os.version}", s.cuda or "-", s.cudnn or "-",
                       f"{s.mpi.implementation} {s.mpi.version}", s.python, f"{s.framework} {framework.version}",

@@ -10,6 +10,7 @@ from repro.cli.compare_cmds import (
     add_format_option,
     add_window_options,
     filters_from,
+    reading_store,
 )
 from repro.inputs import finite_number, path_argument
 
@@ -65,6 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "per run and the mean of each point's runs).")
     sc.add_argument("selectors", nargs="*", metavar="SELECTOR", type=path_argument, help=SELECTORS_HELP)
     _store_option(sc, subcommand=True)
+    sc.add_argument("--stack", dest="stack", action="append", default=argparse.SUPPRESS, metavar="S",
+                    type=path_argument, help="the same as a SELECTOR (as `repro results --stack S`; repeatable)")
     add_filter_options(sc, subcommand=True)
     add_format_option(sc, subcommand=True)
     from repro.compare.kind import KINDS
@@ -161,9 +164,8 @@ def cmd_results(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from repro.results.select import write_selection_file
-    from repro.results.store import Store
 
-    store = Store(args.store)
+    store = reading_store(args.store)
     if args.save_selection:
         path = write_selection_file(Path(args.save_selection), store.root, args.stack, filters_from(args))
         print(f"selection written to {path}", file=sys.stderr)
@@ -202,9 +204,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from repro.pipeline.software import software_line
     from repro.results.index import summarize
     from repro.results.metrics import with_figure
-    from repro.results.store import Store
 
-    record = with_figure(Store(args.store).get(args.id))  # the one images/sec, also for older records
+    record = with_figure(reading_store(args.store).get(args.id))  # the one images/sec, also for older records
     data = record.model_dump(mode="json")
     if args.format == "json":  # the record as stored
         print(json.dumps(data, indent=2, sort_keys=True))
@@ -231,12 +232,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         for host, cond in record.conditions.hosts.items():
             print(f"{'conditions:':16}{host}: {describe(cond)}")
+        for warning in record.conditions.warnings:
+            print(f"{'warning:':16}{warning}")
     for r in record.ranks:
         steps = r.step_times
         mean = sum(steps) / len(steps) if steps else None
         print(f"rank {r.rank:<4} {r.host or '-':10} {r.device:32} {len(steps):4} steps"
               + (f", mean {mean:.4f} s, {r.items_per_step} items/step" if mean else ""))
     _print_provenance(record.metrics.get("provenance"))
+    data["settings"] = record.settings.shown()  # in the programs' words, as every store has printed them
     rest = {k: data[k] for k in ("settings", "published", "metrics", "software", "hardware") if data.get(k)}
     if isinstance(rest.get("metrics"), dict):
         rest["metrics"] = {k: v for k, v in rest["metrics"].items() if k != "provenance"}
@@ -262,9 +266,10 @@ def cmd_scaling(args: argparse.Namespace) -> int:
 
     from repro.formats import render
     from repro.pipeline.table import tabulate
-    from repro.results.store import Store
 
-    table = tabulate(Store(args.store), args.selectors, filters_from(args), kind=args.kind,
+    given = getattr(args, "stack", None)  # `results --stack S table` or `results table --stack S`
+    stacks = [given] if isinstance(given, str) else list(given or [])
+    table = tabulate(reading_store(args.store), [*args.selectors, *stacks], filters_from(args), kind=args.kind,
                      throughput_first=args.results_command == "scaling", warmup=args.warmup,
                      baseline_workers=args.baseline_workers, link_gbps=args.link_gbps, plot=args.plot)
     sys.stdout.write(render(table.document, args.format))
@@ -306,9 +311,8 @@ def _removal(store, runs: list, files: list, dry_run: bool, fmt: str = "table") 
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
-    from repro.results.store import Store
 
-    store = Store(args.store)
+    store = reading_store(args.store)
     paths = list(dict.fromkeys(store.find(i) for i in args.ids))  # every id resolved before anything goes
     by_path = {s.path: s for s in store.summaries(stack_hashes=sorted({p.split("/", 1)[0] for p in paths}))}
     broken = {b.path: b for b in store.broken()}
@@ -322,9 +326,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from repro.errors import InputError
     from repro.results.prune import Criteria, parse_cutoff, to_prune
     from repro.results.select import select
-    from repro.results.store import Store
 
-    store = Store(args.store)
+    store = reading_store(args.store)
     stack_paths = None
     if getattr(args, "stack", None):
         selection = select(args.stack, store, filters_from(args))

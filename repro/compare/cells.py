@@ -19,7 +19,7 @@ NUMERIC_KEYS = frozenset({"workers", "hosts", "batch_per_worker", "threads"})
 LABELS = {"batch_per_worker": "batch", "data_format": "format", "workers": "workers", "hosts": "hosts",
           "precision": "precision", "xla": "xla", "model": "model", "workload": "workload", "data": "data",
           "scaling": "scaling", "threads": "threads", "backend": "controller"}
-MARK = {"faster": " ▲", "slower": " ▼"}
+MARK = {"faster": " ▲", "slower": " ▼", stats.CONDITIONS: " ≠"}  # ≠: no verdict, the sides ran under other conditions
 
 number, percent = formats.number, formats.percent
 
@@ -94,22 +94,33 @@ def constants(rows: Sequence[Any], shown: Sequence[str]) -> str:
     for name, value in rows[0].key:
         if name in shown or value is None or len({dict(r.key).get(name) for r in rows}) > 1:
             continue
-        said.append(setting_words(name, value))
+        said.append(setting_words(name, value, workload=dict(rows[0].key).get("workload")))
     return " · ".join(said)
 
 
-def setting_words(name: str, value: Any) -> str:
-    """A key setting as a caption says it: 'batch 64 per worker', 'XLA off', '2 hosts', 'fp16'."""
+def setting_words(name: str, value: Any, *, workload: Any = None) -> str:
+    """A key setting as a caption says it: 'batch 64 per worker', 'XLA off' ('torch.compile off' for a PyTorch
+    workload), '2 hosts', 'fp16'."""
     shown = format_value(value)
     if name == "batch_per_worker":
         return f"batch {shown} per worker"
     if name == "xla":
-        return f"XLA {'on' if value else 'off'}"
+        return f"{compiler_name(workload)} {'on' if value else 'off'}"
     if name in ("hosts", "workers"):
         return f"{shown} {name if value != 1 else name[:-1]}"
     if name == "precision":
         return shown
     return f"{column_label(name)} {shown}"
+
+
+def compiler_name(workload: Any) -> str:
+    """What the xla setting turns on for a workload: torch.compile for PyTorch's, XLA otherwise."""
+    from repro.workloads.catalog import spec_of
+
+    try:
+        return "torch.compile" if spec_of(str(workload)).framework == "pytorch" else "XLA"
+    except KeyError:
+        return "XLA"
 
 
 def criterion(view: View, ratios: Sequence[stats.RatioResult] = ()) -> str:

@@ -84,9 +84,26 @@ def found_software(record: RunRecord) -> dict[str, Any]:
     if record.image is not None:
         return record.image.model_dump(mode="json")
     if record.host_software:
-        return {"runtime": "host", "hosts": {h: sw.model_dump(mode="json", exclude_none=True)
-                                             for h, sw in record.host_software.items()}}
+        other = _other_frameworks(record)
+        hosts = {}
+        for host, sw in record.host_software.items():
+            found = sw.model_dump(mode="json", exclude_none=True)
+            kept = {name: part for name, part in (found.pop("frameworks", None) or {}).items() if name not in other}
+            hosts[host] = {**found, **({"frameworks": kept} if kept else {})}
+        return {"runtime": "host", "hosts": hosts}
     return {}
+
+
+def _other_frameworks(record: RunRecord) -> set[str]:
+    """The frameworks the record's stack does not pin (Software.frameworks' keys): the host probe imports only the
+    pinned one (earlier records found the others too), so they are no difference between two runs of a stack."""
+    from repro.manifest.frameworks import FRAMEWORKS
+
+    manifest = record.stack.manifest
+    if not manifest:
+        return set()
+    pinned = [name for name in FRAMEWORKS.names() if manifest.get(name) is not None] or ["tensorflow"]
+    return {name for name in FRAMEWORKS.names() if name not in pinned}
 
 
 def lock_diff(old: Sequence[RunRecord], new: Sequence[RunRecord]) -> tuple[Change, ...]:

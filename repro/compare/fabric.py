@@ -16,10 +16,11 @@ def _fabric(records: Sequence[RunRecord]) -> Fabric | None:
 def reported_nccl(record: RunRecord) -> str | None:
     """The NCCL the framework reports for a run (torch.cuda.nccl.version() as locked or probed), if known."""
     for software in record.host_software.values():
-        if software.torch_nccl:
-            return software.torch_nccl
-    if record.image is not None:
-        return record.image.versions.get("torch_nccl") or None
+        bundled = next((f.build["nccl"] for f in software.frameworks.values() if f.build.get("nccl")), None)
+        if bundled:
+            return bundled
+    if record.image is not None:  # a lock's versions: the framework's own key (torch_nccl)
+        return next((v for k, v in record.image.versions.items() if k.endswith("_nccl") and v), None)
     return None
 
 

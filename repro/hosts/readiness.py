@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from repro.hosts.facts import HostFacts
 from repro.hosts.inventory import Inventory
 from repro.manifest.compat import table
+from repro.manifest.frameworks import FRAMEWORKS
 from repro.manifest.schema import Stack
-from repro.manifest.software import Software, mismatches
+from repro.manifest.software import Software, framework_found, mismatches
 from repro.manifest.versions import parse_version
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -296,14 +297,16 @@ def _consistency(facts: list[HostFacts]) -> Iterable[Check]:
 
 
 def _software(host: str, found: Software | str | None, stack: Stack | None, backend: str) -> Iterable[Check]:
-    """The host runtime's needs: the hosts' own Python, TensorFlow, Horovod and MPI, as the stack pins them."""
+    """The host runtime's needs: the hosts' own Python, framework (TensorFlow and Horovod, or PyTorch) and MPI, as
+    the stack pins them, with the controller or torch.distributed backend `backend` its workload uses."""
     if found is None:
         return
     if isinstance(found, str):
         yield Check(host, "software", FAIL, f"host runtime: cannot check the installed software: {found}")
         return
     if stack is None:
-        yield Check(host, "software", OK, f"python {found.python or '?'}, tensorflow {found.tensorflow or 'none'}, "
+        frameworks = ", ".join(f"{name} {version or 'none'}" for name, version in framework_found(found).items())
+        yield Check(host, "software", OK, f"python {found.python or '?'}, {frameworks}, "
                     f"horovod {found.horovod or 'none'}, {found.mpi or 'no MPI'} (no stack to check them against)")
         return
     problems = mismatches(stack, found, where="host", backend=backend)
@@ -311,8 +314,12 @@ def _software(host: str, found: Software | str | None, stack: Stack | None, back
         yield Check(host, "software", FAIL, f"host runtime: {problem} (the stack's versions must be installed "
                     "on the host: scripts/setup.sh does for the CPU stacks; or use --runtime docker)")
     if not problems:
-        yield Check(host, "software", OK, f"python {found.python}, tensorflow {found.tensorflow}, horovod "
-                    f"{found.horovod}, {found.mpi}: as stack {stack.name} pins (host runtime)")
+        name = stack.framework
+        said = f"python {found.python}, {name} {found.framework(name).version}" + (
+            f", horovod {found.horovod}" if stack.horovod else "")
+        library = FRAMEWORKS.get(name).comm_library
+        said += f", {library} {backend}" if backend and library and library != "horovod" else ""
+        yield Check(host, "software", OK, f"{said}, {found.mpi}: as stack {stack.name} pins (host runtime)")
 
 
 def evaluate(facts: Mapping[str, HostFacts], stack: Stack | None = None, inventory: Inventory | None = None,

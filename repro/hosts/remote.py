@@ -384,6 +384,11 @@ class RemoteProcess:
         with self._lock:
             return "".join(self.stdout), "".join(self.stderr)
 
+    def stdout_lines(self) -> list[str]:
+        """The lines of stdout received so far (a copy)."""
+        with self._lock:
+            return list(self.stdout)
+
     def stderr_lines(self) -> list[str]:
         """The lines of stderr received so far (a copy)."""
         with self._lock:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tarfile
 import tempfile
 from collections.abc import Iterator
@@ -165,6 +166,13 @@ def check_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     InputError (a clear "damaged or changed") for a member whose sha256 or size differs, a missing or an
     extra member, or an unreadable file. Reads the whole archive once; loads nothing.
     """
+    try:  # a FIFO or a device would block tarfile, or feed it for ever: only a regular file is an archive
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the archive ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path}: not a regular file (a directory, a device, a named pipe or a socket): "
+                         "not an archive")
     try:
         files.regular_file(path)  # a FIFO or a device would block tarfile, or never end
     except files.FileProblem as exc:
@@ -257,12 +265,12 @@ def compare_with_lock(stack: Stack, found: ImageProbe, lock: ImageLock, tag: str
 def read_archive(path: Path) -> tuple[ImageLock, Stack]:
     """The lock and resolved stack of an archive whose members match its manifest and agree with each other;
     InputError ("damaged or changed") otherwise. Loads nothing."""
-    from repro.manifest.schema import Stack
+    from repro.manifest.schema import sync_sections
 
     manifest, small = check_archive(path)
     try:
         lock = ImageLock.model_validate(json.loads(small[LOCK]))
-        stack = Stack.model_validate(json.loads(small[STACK]))
+        stack = sync_sections().model_validate(json.loads(small[STACK]))
     except ValueError as exc:  # not JSON, or not a lock / stack (pydantic's ValidationError is a ValueError)
         raise _tampered(path, f"its lock or stack is not readable ({str(exc).splitlines()[0][:200]})") from None
     _consistent(path, manifest, lock, stack)

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from repro.errors import ImageError, InputError
+from repro.errors import InputError
 from repro.image import cuda_base, render
 from repro.image.cuda_base import CudaBaseRecipe
 from repro.image.render import RenderOptions
+from repro.manifest import frameworks
+from repro.manifest.frameworks import FRAMEWORKS, section_of
 from repro.results.redact import redact_argv, redact_text
 
 if TYPE_CHECKING:
@@ -155,8 +157,9 @@ def _data(name: str, data: bytes) -> ContextFile:
 def _wheelhouse_sub(stack) -> str:
     """`tf<tf>-py<XY>` or `torch<torch>-py<XY>`: the wheelhouse subdirectory for a stack's framework and Python."""
     major, minor = stack.python.split(".")[:2]
-    framework = f"tf{stack.tensorflow.version}" if stack.tensorflow else f"torch{stack.pytorch.version}"
-    return f"{framework}-py{major}{minor}"
+    framework = frameworks.of(stack)
+    version = section_of(stack, framework.name).version
+    return f"{framework.wheelhouse_prefix or framework.name}{version}-py{major}{minor}"
 
 
 def pip_find_links() -> list[Path]:
@@ -187,13 +190,7 @@ def pip_find_links() -> list[Path]:
 
 def torch_wheels(stack, wheelhouse: Path | None) -> list[Path]:
     """The stack's PyTorch wheel(s): in its wheelhouse directory, else in pip's find-links directories."""
-    if stack.pytorch is None or stack.pytorch.source != "pip":
-        return []
-    for where in [*([wheelhouse] if wheelhouse else []), *pip_find_links()]:
-        found = sorted(p for p in where.glob("*.whl") if render.torch_wheel_matches(p.name, stack))
-        if found:
-            return found[-1:]
-    return []
+    return FRAMEWORKS.get("pytorch").build_wheels(stack, wheelhouse)
 
 
 def wheelhouse_dir(stack, wheelhouse: Path | None = None) -> Path | None:
@@ -233,21 +230,14 @@ def plan_build(loaded: LoadedStack, options: BuildOptions | None = None, *, chec
     wh = wheelhouse_dir(stack, o.wheelhouse)
     if wh is not None:
         wheels = [_file(f"wheelhouse/{p.name}", p) for p in sorted(wh.glob("*.whl"))]
-    if stack.pytorch is not None:
-        have = {w.name for w in wheels}
-        wheels += [_file(f"wheelhouse/{p.name}", p) for p in torch_wheels(stack, wh)
-                   if f"wheelhouse/{p.name}" not in have]
-        _require_torch_wheel(stack, wheels, wh, o, check_inputs)
+    framework = frameworks.of(stack)
+    have = {w.name for w in wheels}  # the framework's own wheels from elsewhere (PyTorch's: pip's find-links)
+    wheels += [_file(f"wheelhouse/{p.name}", p) for p in framework.build_wheels(stack, wh)
+               if f"wheelhouse/{p.name}" not in have]
     names = tuple(Path(w.name).name for w in wheels)
-    if stack.tensorflow is not None and stack.tensorflow.build == "source" and check_inputs:
-        pkg = stack.tensorflow.package or "tensorflow"
-        if not any(render.wheel_matches(n, pkg, stack.tensorflow.version, stack.python) for n in names):
-            where = wh or (Path(o.wheelhouse) if o.wheelhouse else default_wheelhouse())
-            raise ImageError(
-                f"stack {stack.name} builds TensorFlow from source (tensorflow.build: source), but no "
-                f"{pkg} {stack.tensorflow.version} wheel for Python {stack.python} is in {where}",
-                hint=f"put the wheel you built (and its dependencies: it installs with --no-index) in "
-                f"{where if wh else default_wheelhouse() / _wheelhouse_sub(stack)}")
+    if check_inputs:  # a wheel the framework's block installs and no index offers must be in the context
+        where = wh or (Path(o.wheelhouse) if o.wheelhouse else default_wheelhouse())
+        framework.check_wheels(stack, names, where, where if wh else where / _wheelhouse_sub(stack))
     files += wheels
     if o.ofed_tarball:
         tgz = Path(o.ofed_tarball).expanduser()
@@ -264,23 +254,6 @@ def plan_build(loaded: LoadedStack, options: BuildOptions | None = None, *, chec
     return BuildPlan(stack=stack.name, stack_hash=loaded.hash, image_hash=loaded.image_hash,
                      base_image=render.base_image(stack, ropts), dockerfile=dockerfile, files=tuple(files),
                      build_args=build_args, key=key, options=ropts, base_recipe=cuda_base.recipe_for_stack(stack))
-
-
-def _require_torch_wheel(stack, wheels: list[ContextFile], wh: Path | None, o: BuildOptions,
-                         check_inputs: bool) -> None:
-    """A CPU PyTorch from pip without an index_url needs its wheel in the context: PyPI's torch is a CUDA build."""
-    p = stack.pytorch
-    if not check_inputs or p.source != "pip" or p.index_url or p.variant != "cpu":
-        return
-    if any(render.torch_wheel_matches(Path(w.name).name, stack) for w in wheels):
-        return
-    where = wh or (Path(o.wheelhouse) if o.wheelhouse else default_wheelhouse())
-    links = ", ".join(map(str, pip_find_links())) or "none set"
-    raise ImageError(
-        f"stack {stack.name} pins the CPU build of PyTorch {p.version}, but no {p.package or 'torch'} {p.version}+cpu "
-        f"wheel for Python {stack.python} is in {where} or pip's find-links ({links})",
-        hint=f"put it in {where / _wheelhouse_sub(stack) if not wh else where} (pip download --no-deps "
-        f"torch=={p.version} --index-url https://download.pytorch.org/whl/cpu), or set pytorch.index_url")
 
 
 # -- the engine ------------------------------------------------------------------------------------

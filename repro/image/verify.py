@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from repro.errors import ImageError, VerificationError
 from repro.image.render import CHECK_BUILD_FILE
-from repro.manifest.software import Software, normal_name, torch_fields
+from repro.manifest.frameworks import FRAMEWORKS
+from repro.manifest.software import Software, normal_name
 from repro.manifest.software import mismatches as software_mismatches
 
 if TYPE_CHECKING:
@@ -116,10 +117,10 @@ try:
     import horovod
     p["horovod"] = {"version": horovod.__version__}
     try:  # the library's own answer, live (cheap: the framework is imported already)
-        if "version" in p["torch"] and "version" not in p["tensorflow"]:
-            import horovod.torch as hvd
-        else:
-            import horovod.tensorflow as hvd
+        # Horovod's binding of the first framework the image holds (probe key -> binding module)
+        bindings = (("tensorflow", "horovod.tensorflow"), ("torch", "horovod.torch"))
+        module = next((m for key, m in bindings if "version" in p.get(key, {})), bindings[0][1])
+        hvd = __import__(module, fromlist=["mpi_built"])
         api = {}
         for name in ("mpi_built", "gloo_built", "nccl_built"):
             fn = getattr(hvd, name, None)
@@ -311,25 +312,19 @@ def _frozen(found: dict[str, Any]) -> dict[str, str]:
 
 
 def found_versions(found: dict[str, Any]) -> dict[str, str | None]:
-    """The versions a probe found: os, python, tensorflow, horovod, mpi, nccl, cudnn, cuda, ofed."""
+    """The versions a probe found: each framework's (its plug-in's lock_versions: tensorflow; torch, torch_cuda,
+    ...), os, python, horovod, mpi, nccl, cudnn, cuda, ofed."""
     osr = found.get("os_release") or {}
     impl, mpi_version = _mpi(found)
-    tf = (found.get("tensorflow") or {}).get("version")
-    if tf is None:  # not importable (a GPU wheel without a driver): the installed distribution still tells
-        tf = next((v for k, v in _frozen(found).items() if k in ("tensorflow", "tensorflow-gpu", "tensorflow-cpu")),
-                  None)
     ofed = _text(found.get("ofed_info")).strip().removeprefix("MLNX_OFED_LINUX-").rstrip(":") or None
-    torch = torch_fields(found.get("torch"))
-    # only where torch is in the image: the versions of a TensorFlow image stay what its lock has always held
-    keys = ("torch", "torch_cuda", "torch_cudnn", "torch_nccl")
-    torch_versions = {k: torch[k] for k in keys} if torch["torch"] else {}
-    if torch["torch"]:  # the torch.distributed backends the build offers, e.g. "gloo" or "gloo,mpi,nccl"
-        torch_versions["torch_backends"] = ",".join(k for k, v in sorted(torch["torch_backends"].items()) if v)
+    probe = {**found, "frozen": _frozen(found)}
+    versions: dict[str, str | None] = {}
+    for _, framework in FRAMEWORKS.items():
+        versions.update(framework.lock_versions(probe))
     return {
-        **torch_versions,
+        **versions,
         "os": f"{osr.get('ID', '?')} {osr.get('VERSION_ID', '?')}" if osr else None,
         "python": found.get("python"),
-        "tensorflow": tf,
         "horovod": (found.get("horovod") or {}).get("version") or _frozen(found).get("horovod"),
         "mpi": f"{impl} {mpi_version}" if impl else None,
         "nccl": _package(found, "libnccl") or found.get("nccl_header"),
@@ -347,13 +342,14 @@ def software(found: dict[str, Any]) -> Software:
     v = found_versions(found)
     port = re.search(r"^Port\s+(\d+)", found.get("sshd_config") or "", re.MULTILINE)
     hvd = found.get("horovod") or {}
+    probe = {**found, "frozen": _frozen(found)}
+    parts = {name: framework.image_software(probe) for name, framework in FRAMEWORKS.items()}
     return Software(
-        os=v["os"], python=v["python"], tensorflow=v["tensorflow"],
-        tensorflow_error=(found.get("tensorflow") or {}).get("error"), packages=_frozen(found),
-        horovod=v["horovod"], horovod_error=hvd.get("error"), horovod_built=horovod_flags(found), mpi=v["mpi"],
-        cuda=v["cuda"], cudnn=v["cudnn"], nccl=v["nccl"], ofed=v["ofed"],
-        sshd_port=int(port.group(1)) if port else None, ssh_host_keys=list(found.get("ssh_host_keys") or []),
-        **torch_fields(found.get("torch")))
+        os=v["os"], python=v["python"], frameworks={k: part for k, part in parts.items() if part is not None},
+        packages=_frozen(found), horovod=v["horovod"], horovod_error=hvd.get("error"),
+        horovod_built=horovod_flags(found), mpi=v["mpi"], cuda=v["cuda"], cudnn=v["cudnn"], nccl=v["nccl"],
+        ofed=v["ofed"], sshd_port=int(port.group(1)) if port else None,
+        ssh_host_keys=list(found.get("ssh_host_keys") or []))
 
 
 def mismatches(stack: Stack, found: ImageProbe) -> list[str]:

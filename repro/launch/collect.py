@@ -101,7 +101,7 @@ def rank_mismatch(point: Settings, result: dict[str, Any]) -> str | None:
     """Why a result of repro's own workloads does not describe the point's workers: another count of ranks (a
     launcher that left every rank alone in a world of one, or started more processes), else None. Programs
     repro does not ship (tf_cnn_benchmarks) report their ranks their own way and are not judged by this."""
-    if WORKLOADS.get(point.workload).spec.module is None:
+    if not WORKLOADS.get(point.workload).spec.runs_program:
         return None
     ranks = len(result.get("ranks") or [])
     size = (result.get("world") or {}).get("size")

@@ -113,5 +113,5 @@ def explain(*, placement: tuple[Placement, ...], stdout: str, stderr: str, retur
 def tail(stdout: str, stderr: str, lines: int = TAIL_LINES) -> str:
     """The last lines of the launcher's output (stderr first, where errors go), result lines left out."""
     keep = [line for line in (stderr.strip().splitlines() + stdout.strip().splitlines())
-            if not line.startswith("REPRO_RESULT ")]
+            if not line.startswith(("REPRO_RESULT ", "REPRO_PART "))]
     return "\n".join(keep[-lines:])

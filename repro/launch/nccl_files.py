@@ -13,22 +13,27 @@ import posixpath
 import re
 from collections.abc import Iterable
 
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import WORKLOADS, program
+from repro.manifest.frameworks import FRAMEWORKS
 from repro.results.record import Settings
+from repro.workloads.comm import resolve_backend
 
 _HEADER = re.compile(r"^==> (.*) <==$", re.M)
 PATTERN = "nccl.*.log"  # what nccl_debug_env's NCCL_DEBUG_FILE makes of nccl.%h.%p.log
 
 
-def uses_nccl(point: Settings, *, gpu: bool) -> bool:
-    """Whether a point's ranks talk through NCCL: on a GPU stack, a torch workload whose backend is nccl (its `auto`
-    is nccl on GPUs) or a Horovod workload (its GPU collectives are NCCL's)."""
+def uses_nccl(point: Settings, *, gpu: bool, framework: str | None) -> bool:
+    """Whether a point's ranks talk through NCCL: on a GPU stack, a workload whose framework's own library runs the
+    backend the point chose (its `auto` is the framework's GPU rule), or Horovod's (its GPU collectives are NCCL's)."""
     if not gpu or point.workload not in WORKLOADS:
         return False
-    framework = WORKLOADS.get(point.workload).spec.framework
-    if framework == "pytorch":
-        return str(point.extra.get("dist_backend") or "auto") in ("auto", "nccl")
-    return framework == "tensorflow" and point.backend is not None  # backend: Horovod's controller
+    name = program(point.workload, framework).spec.framework
+    if name is None:
+        return False
+    auto = FRAMEWORKS.get(name).auto_backend(gpu)
+    if auto is not None:  # the framework's own library: the point's dist_backend
+        return resolve_backend(str(point.extra.get("dist_backend") or "auto"), gpu) == "nccl"
+    return point.backend is not None  # backend: Horovod's controller
 
 
 def run_dir(run_id: str) -> str:
@@ -36,9 +41,9 @@ def run_dir(run_id: str) -> str:
     return f"/tmp/repro-nccl-{run_id}"
 
 
-def point_dir(point: Settings, *, gpu: bool, run_id: str) -> str | None:
+def point_dir(point: Settings, *, gpu: bool, run_id: str, framework: str | None) -> str | None:
     """The directory a point's ranks write NCCL's files to, or None when the point does not use NCCL."""
-    return run_dir(run_id) if uses_nccl(point, gpu=gpu) else None
+    return run_dir(run_id) if uses_nccl(point, gpu=gpu, framework=framework) else None
 
 
 def read_argv(directory: str) -> list[str]:

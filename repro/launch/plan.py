@@ -42,6 +42,7 @@ class PlanContext:
     python: str | None = None  # None: each host's repro_python (host runtime) or the image's python3
     infiniband: bool = False
     launcher: str = "mpirun"
+    framework: str | None = None  # the stack's framework: it picks a workload family's program
     # where each rank's NCCL writes its INFO lines (repro.launch.nccl_files); None: the point does not use NCCL
     nccl_dir: str | None = None
 

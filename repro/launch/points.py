@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from repro.errors import InputError
-from repro.launch.workloads import WORKLOADS, Workload
+from repro.launch.workloads import WORKLOADS, Workload, program
 from repro.manifest.frameworks import FRAMEWORKS
 from repro.manifest.schema import Stack
-from repro.results.record import Settings
+from repro.results.record import Comm, Settings
 from repro.workloads.spec import Option
 
 BACKENDS = ("mpi", "gloo")  # Horovod's controllers
@@ -33,7 +33,8 @@ FLAGS = {"model": "--model", "batch_per_worker": "--batch-size", "precision": "-
 def point_key(point: Settings) -> str:
     """Stable identity of a sweep point (for --resume): a digest of its settings, hosts left out
     (they follow from the placement)."""
-    text = json.dumps(point.model_dump(mode="json", exclude={"hosts"}), sort_keys=True, default=str)
+    # in the words of schema 3 (Settings.shown): sweeps stored before schema 4 resume into the same points
+    text = json.dumps({k: v for k, v in point.shown().items() if k != "hosts"}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -91,11 +92,24 @@ def _stack_defaults(stack: Stack, workload: Workload) -> dict[str, Any]:
             "xla": b.xla, "data_format": b.data_format, "warmup_steps": b.warmup_steps, "steps": b.steps}
 
 
+def _program(name: str, stack: Stack) -> Workload:
+    """Workload `name` as it runs on the stack: a family's program for the stack's framework; InputError (one line)
+    when it has none for it."""
+    frameworks = WORKLOADS.get(name).spec.frameworks
+    if frameworks and stack.framework not in frameworks:
+        fits = sorted(n for n in WORKLOADS.names() if not WORKLOADS.get(n).spec.frameworks
+                      or stack.framework in WORKLOADS.get(n).spec.frameworks)
+        raise InputError(f"workload {name} runs on {' or '.join(frameworks)}, but stack {stack.name} pins "
+                         f"{stack.framework}", hint=f"with this stack use --workload {' or '.join(fits)}, or a stack "
+                         f"that pins {' or '.join(frameworks)}")
+    return program(name, stack.framework)
+
+
 def resolve(spec: SweepSpec, stack: Stack) -> tuple[Workload, dict[str, tuple[Any, ...]], dict[str, Any]]:
     """The workload, the values of each common setting it takes, and its extra options; InputError for any
     value it does not take or refuses."""
     name = spec.workload or stack.benchmark.workload
-    workload = WORKLOADS.get(name)
+    workload = _program(name, stack)
     given = _given(spec)
     takes = {o.setting: o for o in workload.spec.options if o.setting and o.bench}
     refused = [FLAGS[k] for k in given if k not in takes]
@@ -148,6 +162,12 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Settings]:
                          hint=f"choose its {framework.comm_library} backend with --dist-backend "
                          f"{', '.join(framework.backends[:-1])} or {framework.backends[-1]}")
     controllers: tuple[str | None, ...] = spec.backends if not own_comm else (None,)
+    # the framework's own library: the backend the point's option asks for, `auto` by the framework's rule
+    comm = None
+    if own_comm:
+        asked = str(extra.get("dist_backend") or "auto")
+        comm = Comm(library=framework.comm_library,
+                    backend=framework.auto_backend(stack.gpu) if asked == "auto" else asked)
     grid = itertools.product(values.get("model", (None,)), values.get("batch_per_worker", (None,)),
                              values.get("precision", (None,)), values.get("xla", (None,)),
                              values.get("threads", (None,)), controllers, sorted(set(spec.workers)))
@@ -162,7 +182,7 @@ def expand(spec: SweepSpec, stack: Stack) -> list[Settings]:
             workload=workload.spec.name, workers=workers, model=model, batch_per_worker=per, global_batch=total,
             precision=precision, xla=xla, data_format=one.get("data_format"), data=one.get("data"),
             scaling=spec.scaling if per_worker else None, threads=threads, warmup_steps=one.get("warmup_steps"),
-            steps=one.get("steps"), backend=backend, extra=dict(extra),
+            steps=one.get("steps"), backend=backend, comm=comm, extra=dict(extra),
         ))
     return sorted(out, key=lambda p: (p.workers, p.backend or "", str(p.model), p.batch_per_worker or 0))
 

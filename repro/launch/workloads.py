@@ -12,11 +12,11 @@ does not ship is a class with `spec`, `command` and `parse`, registered here.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from repro.registry import Registry
-from repro.workloads import catalog
+from repro.workloads import catalog, framing
 from repro.workloads.spec import WorkloadSpec
 
 if TYPE_CHECKING:
@@ -43,9 +43,18 @@ class Workload(Protocol):
 WORKLOADS: Registry[Workload] = Registry("workload", on_add=lambda workload: catalog.register(workload.spec))
 
 
+def program(name: str, framework: str | None) -> Workload:
+    """Workload `name` as it runs on a stack of `framework`: a family's program for that framework, else the
+    workload itself (InputError-free: the sweep refused a framework the workload lacks when it was planned)."""
+    workload = WORKLOADS.get(name)
+    if workload.spec.programs and isinstance(workload, ReproWorkload):
+        return replace(workload, spec=workload.spec.program(framework))
+    return workload
+
+
 def find_result(stdout: str) -> dict[str, Any] | None:
-    """The `REPRO_RESULT <json>` document a repro workload's rank 0 printed, or None."""
-    for line in reversed(stdout.splitlines()):
+    """The `REPRO_RESULT <json>` document a repro workload's rank 0 printed (whole or in parts), or None."""
+    for line in reversed(framing.joined(stdout).splitlines()):
         line = line.strip()
         if line.startswith(RESULT_MARKER):
             try:
@@ -92,7 +101,8 @@ class ProbeWorkload(ReproWorkload):
     def parse(self, stdout: str) -> dict[str, Any] | None:
         from repro.workloads import probe
 
-        return probe.merge(find_result(stdout), stdout)
+        whole = framing.joined(stdout)
+        return probe.merge(find_result(whole), whole)
 
 
 # Built-in workloads (repro.workloads.catalog.BUILTIN) whose launch needs more than ReproWorkload: the probe's

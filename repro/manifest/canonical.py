@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any
 
-from repro.manifest.schema import Stack
+from repro.manifest.schema import Stack, plugin_sections
 
 LABELS = frozenset({"name", "description"})
 # Fields added after stacks were first hashed: left out while unset, so every earlier stack keeps its hashes
@@ -29,7 +29,7 @@ HASH_LENGTH = 12
 def canonical(stack: Stack, *, exclude: frozenset[str] = LABELS) -> dict[str, Any]:
     """The stack as plain JSON data, labels removed, later optional fields left out while unset."""
     data = stack.model_dump(mode="json", exclude=set(exclude))
-    for path in LATER_OPTIONAL:
+    for path in (*LATER_OPTIONAL, *((name,) for name in plugin_sections())):
         parent = data
         for key in path[:-1]:
             parent = parent.get(key) if isinstance(parent, dict) else None

@@ -8,18 +8,23 @@ without mpirun, the driver of an image) is filled with what repro's table derive
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from repro.errors import InputError
+from repro.inputs import shown
 from repro.manifest.findings import table
-from repro.manifest.software import Software
+from repro.manifest.frameworks import FRAMEWORKS
+from repro.manifest.software import Software, framework_found
 from repro.manifest.versions import parse_version
 
 DISTROS = ("ubuntu", "debian", "centos", "rockylinux")
 _SAFE_NAME = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+# what a probed version may be before it goes into a manifest (3.13.0rc1, 2.11.0+cu130, 580.95.05, 24.04)
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_~-]{0,79}")
 
 
 @dataclass(frozen=True)
@@ -31,9 +36,22 @@ class Captured:
 
     def to_yaml(self, header: str) -> str:
         """The manifest file: a header, where the values came from, then the data."""
-        lines = [f"# {header}", *(f"#   {n}" for n in self.notes)]
+        lines = [f"# {comment(header)}", *(f"#   {comment(n)}" for n in self.notes)]
         body = yaml.safe_dump(self.data, sort_keys=False, default_flow_style=None, width=110)
         return "\n".join(lines) + "\n" + body
+
+
+def comment(text: str) -> str:
+    """Text as one line of a YAML comment: a line break (or any character that is not printable) written as its
+    escape, so that nothing a probe or a flag says can end the comment and start YAML."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def checked_version(what: str, value: str) -> str:
+    """`value` when it is a version that can go into a manifest as it is; InputError naming `what` otherwise."""
+    if not _VERSION.fullmatch(value):
+        raise InputError(f"{what}: {shown(value)} is not a version (letters, digits and . + _ ~ - only)")
+    return value
 
 
 def _os(sw: Software, override: str | None) -> dict[str, str]:
@@ -43,7 +61,7 @@ def _os(sw: Software, override: str | None) -> dict[str, str]:
         raise InputError(f"repro stacks describe {', '.join(DISTROS)} images; this one is "
                          f"{text.strip() or 'unknown (no /etc/os-release)'}",
                          hint="say which image the stack should build with --os DISTRO:VERSION, e.g. --os ubuntu:24.04")
-    return {"distro": distro, "version": version}
+    return {"distro": distro, "version": checked_version("--os" if override else "os (/etc/os-release)", version)}
 
 
 def _mpi(sw: Software, os_key: str, notes: list[str]) -> dict[str, str]:
@@ -58,24 +76,26 @@ def _mpi(sw: Software, os_key: str, notes: list[str]) -> dict[str, str]:
 
 
 def _framework(sw: Software, choice: str | None) -> str:
-    present = [name for name, found in (("tensorflow", sw.tensorflow), ("pytorch", sw.torch)) if found]
+    present = [name for name, version in framework_found(sw).items() if version]
     if choice:
         if choice not in present:
-            raise InputError(f"--framework {choice}: not importable here (found: {', '.join(present) or 'neither'})")
+            raise InputError(f"--framework {choice}: not importable here (found: {', '.join(present) or 'none'})")
         return choice
     if len(present) != 1:
-        found = " and ".join(present) or "neither TensorFlow nor PyTorch"
+        errors = [f"{name}: {part.error}" for name, part in sw.frameworks.items() if part.error]
+        found = " and ".join(present) or "no framework (" + " or ".join(FRAMEWORKS.names()) + ")"
         raise InputError(f"a stack pins one framework; found {found}"
-                         + (f" (torch: {sw.torch_error})" if sw.torch_error and not present else ""),
-                         hint="choose one with --framework tensorflow|pytorch" if present else
+                         + (f" ({'; '.join(errors)})" if errors and not present else ""),
+                         hint=f"choose one with --framework {'|'.join(FRAMEWORKS.names())}" if present else
                          "capture with the Python that has your framework (--python PATH)")
     return present[0]
 
 
-def _driver(sw: Software, cuda: str, notes: list[str]) -> str:
+def driver(sw: Software, cuda: str, notes: list[str]) -> str:
+    """The driver a captured GPU stack pins: the one nvidia-smi found, else the minimum for its CUDA."""
     if sw.driver:
         notes.append(f"driver: {sw.driver} (nvidia-smi)")
-        return sw.driver
+        return checked_version("driver (nvidia-smi)", sw.driver)
     family = next((r for r in table()["cuda_minor_compat"] if r["major"] == parse_version(cuda)[0]), None)
     if family is None:
         raise InputError(f"no driver found (nvidia-smi) and repro knows no minimum driver for CUDA {cuda}",
@@ -83,36 +103,6 @@ def _driver(sw: Software, cuda: str, notes: list[str]) -> str:
     notes.append(f"driver: none found here; {family['driver']} is the minimum for CUDA {cuda.split('.')[0]}.x "
                  "(minor version compatibility)")
     return str(family["driver"])
-
-
-def _torch(sw: Software, data: dict[str, Any], notes: list[str]) -> None:
-    version, _, label = (sw.torch or "").partition("+")
-    cuda = sw.torch_cuda
-    variant = label if label.startswith("cu") or label == "cpu" else (
-        f"cu{cuda.split('.')[0]}{cuda.split('.')[1]}" if cuda and "." in cuda else "cpu")
-    torch: dict[str, Any] = {"version": version, "source": "pip", "variant": variant}
-    if variant != "cpu":
-        torch["index_url"] = table()["torch_index"]["url"].format(variant=variant)
-    data["pytorch"] = torch
-    found = [f"torch {sw.torch}", f"CUDA {cuda}" if cuda else "a CPU build",
-             *([f"cuDNN {sw.torch_cudnn}"] if sw.torch_cudnn else []), *([f"NCCL {sw.torch_nccl}"] if sw.torch_nccl
-                                                                         else []),
-             "torch.distributed " + (", ".join(k for k, v in sorted(sw.torch_backends.items()) if v) or "none")]
-    notes.append("pytorch: " + ", ".join(found) + " (its wheel brings its own CUDA runtime, cuDNN and NCCL)")
-    if cuda:
-        data["driver"] = _driver(sw, cuda, notes)
-        data["cuda"] = cuda
-    data["benchmark"] = {"workload": "torch_cnn"}
-
-
-def _tensorflow(sw: Software, data: dict[str, Any], notes: list[str]) -> None:
-    package = next((p for p in ("tensorflow-cpu", "tensorflow", "tensorflow-gpu", "tensorflow-intel")
-                    if p in sw.packages), None)
-    data["tensorflow"] = {"version": sw.tensorflow, **({"package": package} if package else {})}
-    notes.append(f"tensorflow: {sw.tensorflow}" + (f" (pip package {package})" if package else ""))
-    if sw.cuda or (package in ("tensorflow", "tensorflow-gpu") and sw.driver):
-        raise InputError("capturing a GPU TensorFlow stack needs its cuDNN and NCCL, which the probe cannot tell",
-                         hint="capture it as a CPU stack and add cuda, cudnn, nccl and driver yourself")
 
 
 def manifest_from(sw: Software, *, framework: str | None = None, os: str | None = None,
@@ -128,23 +118,20 @@ def manifest_from(sw: Software, *, framework: str | None = None, os: str | None 
     data["mpi"] = _mpi(sw, f"{data['os']['distro']}{data['os']['version']}", notes)
     if not sw.python:
         raise InputError("the probe found no Python version")
-    data["python"] = ".".join(sw.python.split(".")[:2])
+    data["python"] = ".".join(checked_version("python", sw.python).split(".")[:2])
     notes.append(f"python: {sw.python}" + (f" ({sw.executable})" if sw.executable else ""))
-    if chosen == "pytorch":
-        _torch(sw, data, notes)
-    else:
-        _tensorflow(sw, data, notes)
+    FRAMEWORKS.get(chosen).capture(sw, data, notes)
     built = sw.horovod_built
     if sw.horovod and built.get(chosen) is False:
         notes.append(f"horovod: {sw.horovod} is installed but not built for {chosen}: left out")
     elif sw.horovod:
-        horovod: dict[str, Any] = {"version": sw.horovod}
+        horovod: dict[str, Any] = {"version": checked_version("horovod.__version__", sw.horovod)}
         horovod.update({f"with_{k}": bool(built[k]) for k in ("mpi", "gloo") if built.get(k) is not None})
         if data.get("cuda") and built.get("nccl"):
             horovod["gpu_operations"] = "NCCL"
         data["horovod"] = horovod
         notes.append(f"horovod: {sw.horovod}, built with " + (", ".join(k for k, v in built.items() if v) or "?"))
-    order = ("description", "os", "driver", "cuda", "mpi", "python", "tensorflow", "pytorch", "horovod", "benchmark")
+    order = ("description", "os", "driver", "cuda", "mpi", "python", *FRAMEWORKS.names(), "horovod", "benchmark")
     return Captured({k: data[k] for k in order if k in data}, tuple(notes))
 
 

@@ -12,6 +12,7 @@ on first use (the registry itself imports nothing of theirs).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from repro.registry import Registry
@@ -22,8 +23,20 @@ if TYPE_CHECKING:
 # Every part a framework plug-in supplies (attributes and methods of Framework).
 PARTS = ("name", "title", "section", "distributions", "version_keys", "default_workload", "gpu_libraries", "derived",
          "compat_module", "comm_library", "backends", "default_launcher", "kube_policy", "compile_meaning",
-         "horovod_variable", "derive", "found", "software", "mismatches", "backend_mismatches", "show", "auto_backend",
-         "image_blocks")
+         "horovod_variable", "derive", "found", "software", "image_software", "lock_versions", "mismatches",
+         "backend_mismatches", "show", "auto_backend", "image_blocks", "capture",
+         "wheelhouse_prefix", "build_wheels", "check_wheels",
+         "image_needs", "late_blocks")
+
+
+@dataclass(frozen=True)
+class ImageNeeds:
+    """What a framework's image block needs of the rest of the image, decided before any block is made."""
+
+    wheel: str | None = None  # its wheel in the build context's wheelhouse
+    copies_wheelhouse: bool = False  # its block copies the wheelhouse (Horovod's then need not)
+    system_site_packages: bool = False  # the venv sees the system's packages (Debian's python3-torch)
+    os_packages: tuple[str, ...] = ()  # distribution packages its block needs
 
 
 class Framework:
@@ -44,6 +57,7 @@ class Framework:
     kube_policy: str = "mpi"  # Kubeflow Trainer's runtime policy: mpi, torch
     compile_meaning: str = ""  # what the `xla` setting (the record's compile) does: XLA, torch.compile
     horovod_variable: str | None = None  # HOROVOD_WITH_<this>; None: Horovod does not support it
+    wheelhouse_prefix: str = ""  # the wheelhouse subdirectory <prefix><version>-py<XY> (empty: its name)
 
     def derive(self, stack: Any) -> BaseModel:
         """Its section with every derived field filled in."""
@@ -51,10 +65,19 @@ class Framework:
 
     def found(self, sw: Any) -> tuple[str | None, str | None]:
         """(version, error) of the framework in a probe's Software."""
+        part = sw.framework(self.name)
+        return part.version, part.error
+
+    def software(self, probe: dict) -> Any:
+        """Its part of the host probe's JSON as a FrameworkFound (None: the probe found nothing of it)."""
         raise NotImplementedError
 
-    def software(self, probe: dict) -> dict:
-        """Its part of a probe's JSON as Software fields."""
+    def image_software(self, probe: dict) -> Any:
+        """Its part of the image probe's JSON (repro.image.verify) as a FrameworkFound, or None."""
+        raise NotImplementedError
+
+    def lock_versions(self, probe: dict) -> dict[str, str | None]:
+        """What an image lock's versions hold of it, from the image probe's JSON (keys: version_keys)."""
         raise NotImplementedError
 
     def mismatches(self, stack: Any, sw: Any, where: str, backend: str | None) -> list[str]:
@@ -73,9 +96,30 @@ class Framework:
         """The communication backend `auto` means on a GPU (or CPU) stack; None: Horovod's controller decides."""
         raise NotImplementedError
 
+    def capture(self, sw: Any, data: dict, notes: list[str]) -> None:
+        """Its section (and what follows from it: cuda, driver, benchmark) of a stack `repro capture` writes from
+        the Software found, with a note per choice; InputError where it cannot tell enough."""
+        raise NotImplementedError
+
     def image_blocks(self, stack: Any, plan: Any, options: Any) -> list:
         """The (name, blocks) that install it in an image (repro.image.blocks)."""
         raise NotImplementedError
+
+    def image_needs(self, stack: Any, options: Any) -> ImageNeeds:
+        """What its image block needs of the rest of the image (nothing by default)."""
+        return ImageNeeds()
+
+    def late_blocks(self, stack: Any) -> list:
+        """The (name, block)s of it that come after the pip packages (none by default)."""
+        return []
+
+    def build_wheels(self, stack: Any, wheelhouse: Any) -> list:
+        """Its wheels an image build takes from outside the stack's wheelhouse directory (none by default)."""
+        return []
+
+    def check_wheels(self, stack: Any, names: tuple[str, ...], where: Any, hint_dir: Any) -> None:
+        """ImageError when a wheel its image block installs without an index is not among the build context's
+        `names` (`where`: the wheelhouse looked in; `hint_dir`: where to put it)."""
 
 
 def _check(item: Framework) -> None:

@@ -20,7 +20,7 @@ from repro.errors import Diagnostic, Location, ManifestError
 from repro.manifest import loader
 from repro.manifest.derive import derive
 from repro.manifest.loader import Document, FieldPath, dotted
-from repro.manifest.schema import RESOLVER_KEYS, Stack
+from repro.manifest.schema import RESOLVER_KEYS, Stack, sync_sections
 from repro.secrets import is_secret_name, redact_text
 
 MAX_EXTENDS_DEPTH = 16
@@ -215,6 +215,20 @@ def _short(value: Any, loc: FieldPath = ()) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+# pydantic's type names, as a manifest's reader says them
+TYPE_WORDS = {"int": "a whole number", "float": "a number", "string": "text", "str": "text", "bool": "true or false",
+              "dict": "a mapping (key: value lines)", "model": "a mapping (key: value lines)", "list": "a list",
+              "tuple": "a list"}
+
+
+def _found_words(value: Any) -> str:
+    """What a value of the wrong type is, in words: 'text', 'a list', 'no value'."""
+    if value is None:
+        return "no value (null)"
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "text", list: "a list",
+            dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
 def _diagnostics(exc: ValidationError, lookup) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for err in exc.errors(include_url=False):
@@ -260,6 +274,14 @@ def _diagnostics(exc: ValidationError, lookup) -> list[Diagnostic]:
             msg = "value not allowed"
         elif kind.endswith("_type") or kind.endswith("_parsing"):
             expected = kind.removesuffix("_type").removesuffix("_parsing").replace("_", " ")
+            expected = TYPE_WORDS.get(expected, expected)
+            msg = f"expected {expected}, found {_found_words(err.get('input'))}"
+            if "input" in err and err["input"] is None:
+                msg = "has no value (`key: null`)"
+                out.append(Diagnostic(msg, lookup(loc, False), dotted(loc), expected=expected,
+                                      hint="give a value, or leave the key out for its default (`key: null` "
+                                      "removes an entry only in a stack that `extends` one that sets it)"))
+                continue
         if isinstance(err.get("input"), str) and _short(None, loc) == "(value redacted)":
             msg = msg.replace(inputs.shown(err["input"]), "(value redacted)")  # a refused secret is not echoed
         found = "" if kind == "url_credentials" else _short(err.get("input"), loc)  # never echo a credential
@@ -314,7 +336,7 @@ def load_stack(path: str | Path) -> LoadedStack:
         return Location(leaf.file, 1, 1)
 
     try:
-        stack = Stack.model_validate(merged)
+        stack = sync_sections().model_validate(merged)
     except ValidationError as exc:
         diags = sorted(_diagnostics(exc, lookup), key=lambda d: (
             d.location.file if d.location else "", d.location.line or 0 if d.location else 0))

@@ -200,9 +200,9 @@ class Benchmark(_Model):
     """Defaults for `repro bench` with this stack; every one can be overridden on the command line."""
 
     workload: WorkloadName = Field(
-        "cnn", description="cnn (throughput), tf_cnn_benchmarks, allreduce (all-reduce sweep) or tta "
-        "(time to accuracy) on TensorFlow; torch_cnn, torch_allreduce, torch_tta or lm on PyTorch; probe (no "
-        "framework)")
+        "cnn", description="cnn (throughput), allreduce (all-reduce sweep) or tta (time to accuracy): the "
+        "stack's framework picks the program (torch_cnn, torch_allreduce, torch_tta: older names of their PyTorch "
+        "programs); tf_cnn_benchmarks on TensorFlow; lm (transformer training) on PyTorch; probe (no framework)")
     model: Model = Field("resnet50", description="the model to train, one the workload knows: cnn its ResNets, "
                          "Inception-v3 and VGGs; tta also digits_cnn; tf_cnn_benchmarks its own model names")
     batch_size: int = Field(64, ge=1, le=MAX_BATCH, description="per-worker batch size")
@@ -288,12 +288,18 @@ class Stack(_Model):
                 "framework", "a stack pins exactly one framework, {known}; found {found}" + extra,
                 {"found": " and ".join(pinned) or "neither", "fields": pinned,
                  "known": " or ".join(FRAMEWORKS.names())})
-        wants = catalog.spec_of(self.benchmark.workload).framework
-        if wants is not None and wants != pinned[0]:
+        spec = catalog.spec_of(self.benchmark.workload)
+        if spec.frameworks and pinned[0] not in spec.frameworks:
             raise PydanticCustomError(
                 "workload_framework", "workload {workload} runs on {wants}, but this stack pins {found}",
-                {"workload": self.benchmark.workload, "wants": wants, "found": pinned[0],
+                {"workload": self.benchmark.workload, "wants": " or ".join(spec.frameworks), "found": pinned[0],
                  "fields": ["benchmark.workload"]})
+        known = spec.program(pinned[0]).models if spec.frameworks else spec.models
+        if known and self.benchmark.model not in known:  # a family's program for this framework knows fewer
+            raise PydanticCustomError(
+                "workload_framework", "workload {workload} on {found} has no model {model}; it knows: {known}",
+                {"workload": self.benchmark.workload, "found": pinned[0], "model": self.benchmark.model,
+                 "known": ", ".join(known), "fields": ["benchmark.model"]})
         return self
 
     @model_validator(mode="after")
@@ -324,3 +330,32 @@ class Stack(_Model):
 # Accepted in a manifest file but consumed by the resolver, never part of a Stack.
 RESOLVER_KEYS = frozenset({"extends"})
 
+
+
+_PLUGIN_SECTIONS: set[str] = set()  # Stack fields added for plug-in frameworks (sync_sections)
+
+
+def sync_sections() -> type[Stack]:
+    """Stack with a section field for every registered framework: the built-ins' are declared above, a plug-in's
+    (a framework registered at run time) is its plug-in's section model, None when a stack leaves it out."""
+    from pydantic.fields import FieldInfo
+
+    wanted = {n for n in FRAMEWORKS.names() if n in _PLUGIN_SECTIONS or n not in Stack.model_fields}
+    if wanted == _PLUGIN_SECTIONS:
+        return Stack
+    for name in _PLUGIN_SECTIONS - wanted:
+        del Stack.__pydantic_fields__[name]
+    for name in wanted - _PLUGIN_SECTIONS:
+        framework = FRAMEWORKS.get(name)
+        Stack.__pydantic_fields__[name] = FieldInfo.from_annotated_attribute(
+            framework.section | None, None)  # type: ignore[arg-type]
+    _PLUGIN_SECTIONS.clear()
+    _PLUGIN_SECTIONS.update(wanted)
+    # pydantic builds a model's validator from its fields once: rebuilt when the registered frameworks change
+    Stack.model_rebuild(force=True)
+    return Stack
+
+
+def plugin_sections() -> frozenset[str]:
+    """The Stack fields of plug-in frameworks (left out of a stack's hash while unset, as later fields are)."""
+    return frozenset(_PLUGIN_SECTIONS)

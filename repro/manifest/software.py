@@ -8,14 +8,25 @@ Every difference reads "component: pinned X, found Y".
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from repro.manifest import frameworks
 from repro.manifest.frameworks import FRAMEWORKS
 
 Where = Literal["image", "host"]
+
+
+class FrameworkFound(BaseModel):
+    """One framework as a probe found it: its version (None: not found or not importable; `error` says why) and
+    what its build reports (PyTorch: cuda, cudnn, nccl, backends), as its plug-in reads them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str | None = None  # as the framework reports it: 2.15.1, 2.13.0+cpu
+    error: str | None = None
+    build: dict[str, Any] = Field(default_factory=dict)
 
 
 class Software(BaseModel):
@@ -26,18 +37,11 @@ class Software(BaseModel):
     os: str | None = None  # "debian 12"
     python: str | None = None
     executable: str | None = None
-    tensorflow: str | None = None
-    tensorflow_error: str | None = None
+    frameworks: dict[str, FrameworkFound] = Field(default_factory=dict)  # by plug-in name (repro.manifest.frameworks)
     packages: dict[str, str] = Field(default_factory=dict)  # installed Python distributions (normalised names)
     horovod: str | None = None
     horovod_error: str | None = None
     horovod_built: dict[str, bool | None] = Field(default_factory=dict)  # tensorflow, pytorch, mpi, gloo, nccl
-    torch: str | None = None  # torch.__version__, e.g. 2.13.0+cpu
-    torch_error: str | None = None
-    torch_cuda: str | None = None  # torch.version.cuda (None: a CPU build)
-    torch_cudnn: str | None = None  # torch.backends.cudnn.version() as dotted text: 91300 -> 9.13.0
-    torch_nccl: str | None = None  # torch.cuda.nccl.version() as dotted text: (2, 27, 7) -> 2.27.7
-    torch_backends: dict[str, bool] = Field(default_factory=dict)  # torch.distributed: gloo, mpi, nccl
     mpi: str | None = None  # "openmpi 4.1.4"
     mpi_error: str | None = None
     cuda: str | None = None
@@ -47,6 +51,37 @@ class Software(BaseModel):
     driver: str | None = None  # the NVIDIA driver (nvidia-smi), on a host
     sshd_port: int | None = None
     ssh_host_keys: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schema3_fields(cls, data: Any) -> Any:
+        # records before schema 4 (and their image locks' probes) hold one flat field per framework fact
+        if not isinstance(data, dict) or not any(k in SCHEMA3_FIELDS for k in data):
+            return data
+        data, found = dict(data), dict(data.get("frameworks") or {})
+        for key, (name, part) in SCHEMA3_FIELDS.items():
+            value = data.pop(key, None)
+            if value is None or value == {}:
+                continue
+            entry = dict(found.get(name) or {})
+            if part in ("version", "error"):
+                entry[part] = value
+            else:
+                entry["build"] = {**entry.get("build", {}), part: value}
+            found[name] = entry
+        data["frameworks"] = found
+        return data
+
+    def framework(self, name: str) -> FrameworkFound:
+        """What was found of framework `name` (an empty FrameworkFound when nothing was)."""
+        return self.frameworks.get(name) or FrameworkFound()
+
+
+# Software's fields before schema 4: field -> (framework, version | error | a build fact)
+SCHEMA3_FIELDS = {"tensorflow": ("tensorflow", "version"), "tensorflow_error": ("tensorflow", "error"),
+                  "torch": ("pytorch", "version"), "torch_error": ("pytorch", "error"),
+                  "torch_cuda": ("pytorch", "cuda"), "torch_cudnn": ("pytorch", "cudnn"),
+                  "torch_nccl": ("pytorch", "nccl"), "torch_backends": ("pytorch", "backends")}
 
 
 def release(text: str | None) -> tuple[int, ...]:
@@ -84,18 +119,6 @@ def nccl_text(value: object) -> str | None:
         return None
     major, rest = (value // 10000, value % 10000) if value >= 10000 else (value // 1000, value % 1000)
     return f"{major}.{rest // 100}.{rest % 100}"
-
-
-def torch_fields(found: object) -> dict:
-    """The torch part of a probe ({version, cuda, cudnn, nccl, backends} or {error}) as Software's torch_* fields."""
-    t = found if isinstance(found, dict) else {}
-    backends = t.get("backends") if isinstance(t.get("backends"), dict) else {}
-    cuda = t.get("cuda")
-    return {"torch": t.get("version") if isinstance(t.get("version"), str) else None,
-            "torch_error": str(t["error"])[:200] if t.get("error") else None,
-            "torch_cuda": str(cuda) if cuda else None, "torch_cudnn": cudnn_text(t.get("cudnn")),
-            "torch_nccl": nccl_text(t.get("nccl")),
-            "torch_backends": {str(k): bool(v) for k, v in backends.items() if v is not None}}
 
 
 def _built(flag: bool | None, what: str) -> str:
@@ -190,11 +213,9 @@ def from_host_probe(found: dict) -> Software:
 
 
 def framework_fields(found: dict) -> dict:
-    """Every registered framework's part of a probe, as Software fields."""
-    out: dict = {}
-    for _, framework in FRAMEWORKS.items():
-        out.update(framework.software(found))
-    return out
+    """Every registered framework's part of a probe, as Software's `frameworks` (those the probe holds)."""
+    parts = {name: framework.software(found) for name, framework in FRAMEWORKS.items()}
+    return {"frameworks": {name: part for name, part in parts.items() if part is not None}}
 
 
 def framework_found(sw: Software) -> dict[str, str | None]:

@@ -6,19 +6,19 @@ verifies images with (repro.image.verify.PROBE), so a captured stack is what tho
 
 from __future__ import annotations
 
-import json
 import socket
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from repro.children import run_bounded
 from repro.errors import InputError
 from repro.launch.runtimes.host import HOST_PROBE, PROBE_TIMEOUT_S
 from repro.manifest import load_stack
-from repro.manifest.capture import Captured, file_name, manifest_from
+from repro.manifest.capture import Captured, comment, file_name, manifest_from
 from repro.manifest.compat import Finding, check
-from repro.manifest.software import Software, from_host_probe
+from repro.manifest.probe_output import MAX_PROBE_BYTES, ProbeOutputError, software_from_output
+from repro.manifest.software import Software
 
 
 @dataclass(frozen=True)
@@ -36,18 +36,22 @@ class CaptureResult:
         return tuple(f for f in self.findings if f.severity == "error")
 
 
-def probe_python(python: str) -> Software:
-    """The software `python` sees on this host (HOST_PROBE, run locally)."""
+def probe_python(python: str, *, timeout: float = PROBE_TIMEOUT_S) -> Software:
+    """The software `python` sees on this host (HOST_PROBE, run locally; its output bounded in size and time)."""
+    hint = "give the interpreter that has your framework with --python PATH"
     try:
-        res = subprocess.run([python, "-c", HOST_PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                             check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InputError(f"cannot run {python} to probe this host's software: {exc}",
-                         hint="give the interpreter that has your framework with --python PATH") from None
+        ran = run_bounded([python, "-c", HOST_PROBE], timeout=timeout, max_bytes=MAX_PROBE_BYTES)
+    except OSError as exc:
+        raise InputError(f"--python {python}: cannot run it to probe this host's software: "
+                         f"{exc.strerror or exc}", hint=hint) from None
+    if ran.stopped:
+        raise InputError(f"--python {python}: the software probe {ran.stopped}: stopped", hint=hint)
     try:
-        return from_host_probe(json.loads(res.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError):
-        raise InputError(f"{python} printed no probe result (exit {res.returncode}):\n{res.stderr[-1500:]}") from None
+        return software_from_output(ran.stdout)
+    except ProbeOutputError as exc:
+        said = ran.stderr[-1500:].decode(errors="replace").strip().splitlines()[-12:]
+        raise InputError(f"--python {python}: the software probe {exc} (exit {ran.returncode})"
+                         + "".join(f"\n  {comment(line)}" for line in said), hint=hint) from None
 
 
 def probe_image(tag: str, docker_host: str | None = None) -> Software:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from repro.compare import Comparison, Options
 from repro.compare import compare as compare_records
+from repro.errors import InputError
 from repro.results.select import Filters, Selection, select
 from repro.results.store import Store
 
@@ -25,6 +26,9 @@ def compare(old: str, new: str, *, store: Store, filters: Filters, options: Opti
     --store given, repeated in the commands the comparison suggests)."""
     a = select(old, store, filters)
     b = select(new, store, filters)
+    if {s.id for s in a.summaries} == {s.id for s in b.summaries}:  # a stack against itself says nothing
+        raise InputError(f"OLD and NEW are the same runs ({a.description}; {len(a.summaries)} runs)",
+                         hint="give two different stacks (or selections) to compare")
     result = compare_records(a.records, b.records, options, old_description=a.description,
                              new_description=b.description, store=store_flag)
     return CompareResult(a, b, result)

@@ -49,7 +49,7 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
             runtime: str | None = None) -> PrepareResult:
     """Prepare (or with check_only, only check) the inventory's hosts; store facts; evaluate readiness for the
     runtime the benchmark will use (`runtime`, else the one `repro bench` would choose for this inventory)."""
-    from repro.pipeline.sweep_plan import choose_runtime
+    from repro.pipeline.sweep_plan import choose_runtime, stack_backend
 
     inventory = load_inventory(inventory_path)
     runtime = choose_runtime(inventory, runtime)
@@ -78,7 +78,7 @@ def prepare(inventory_path: str | Path, *, stack: LoadedStack | None = None, tag
     software = host_software([h for h in inventory.hosts if h.name in facts]) if runtime == "host" and check_only \
         else None
     readiness = evaluate(facts, stack.stack if stack else None, inventory, missing, runtime=runtime,
-                         software=software)
+                         software=software, backend=stack_backend(stack) if stack else "mpi")
     return PrepareResult(run, inventory, outcome, facts, paths, readiness, runs / ident, runtime)
 
 

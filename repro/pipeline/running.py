@@ -19,6 +19,7 @@ from repro.launch.conditions import Sampler
 from repro.launch.plan import LaunchPlan
 from repro.launch.points import SweepSpec, point_key
 from repro.launch.runtimes import JobInterrupted, Outcome, Runtime, RuntimeReport, create
+from repro.launch.runtimes.watch import Echo
 from repro.manifest import LoadedStack
 from repro.pipeline.stage import safe_call
 from repro.pipeline.sweep_plan import BenchOptions, Sweep, runtime_backend
@@ -28,6 +29,7 @@ from repro.results.metrics import for_storage
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
 from repro.results.redact import redact_tree
 from repro.results.store import Store
+from repro.results.threads import threads_warning
 
 INTERRUPTED = "interrupted (Ctrl-C, or the terminal or a service manager stopped repro)"
 PROBE_AFTER_FAILURE_S = 5.0
@@ -73,7 +75,7 @@ def start_runs(stacks: Sequence[LoadedStack], sweeps: Sequence[Sweep], inventory
             removed = runtime.cleanup_stale(hosts)
             if removed:
                 progress.message(f"removed {len(removed)} container(s) left by an earlier run: {', '.join(removed)}")
-            progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime)}")
+            progress.status(f"{sw.runtime} runtime on {names}, stack {one.stack.name}: {_preparing(runtime, one)}")
             report = runtime.prepare(hosts, backend=backend, progress=progress.message)
         runs.append(_Run(one, sw, options, store, runtime, report, progress))
     return runs
@@ -89,10 +91,19 @@ def conditions_sampler(runs: Sequence[_Run]) -> contextlib.AbstractContextManage
     return Sampler(hosts, gpu=first.loaded.stack.gpu)
 
 
-def _preparing(runtime: Runtime) -> str:
-    """What the runtime's prepare() does, in its own words (the first sentence of its docstring), for the line a
-    sweep shows while it waits for it (the host runtime's software probe takes up to a minute)."""
+FRAMEWORK_WORDS = {"tensorflow": {"software": "TensorFlow, Horovod and MPI", "framework": "TensorFlow"},
+                   "pytorch": {"software": "PyTorch and MPI", "framework": "torch"}}
+
+
+def _preparing(runtime: Runtime, loaded: LoadedStack | None = None) -> str:
+    """What the runtime's prepare() does, in its own words (the first sentence of its docstring, its {software}
+    and {framework} said for the stack's framework), for the line a sweep shows while it waits for it (the host
+    runtime's software probe takes up to a minute)."""
     doc = " ".join((type(runtime).prepare.__doc__ or "").split())
+    framework = getattr(loaded.stack, "framework", "tensorflow") if loaded is not None else "tensorflow"
+    words = FRAMEWORK_WORDS.get(framework, FRAMEWORK_WORDS["tensorflow"])
+    for key, value in words.items():
+        doc = doc.replace("{" + key + "}", value)
     sentence = doc.split(". ")[0].split("; ")[0].rstrip(".")
     return (sentence[:1].lower() + sentence[1:]) if sentence else "checking what it needs on the hosts"
 
@@ -174,11 +185,21 @@ class _Run:
             return
         plan = planned.value
         self.progress.running(n, total, label, ", ".join(f"{p.host.name}x{p.ranks}" for p in placement))
+        if self.options.verbose:  # what runs where, as --dry-run prints it
+            for line in plan.describe()[1:]:
+                self.progress.message(f"    $ {line}")
         sampling = self.sampler.run([p.host.name for p in placement]) if self.sampler else contextlib.nullcontext()
+
+        def shown(text: str) -> None:
+            self.progress.message(f"    {text}")
+
+        def output(text: str) -> None:
+            self.progress.message(f"    | {text}")
+
         try:
             with sampling as taken:
                 outcome = self.sweep.scheduler.execute(
-                    plan, self.runtime, self.options.timeout, lambda text: self.progress.message(f"    {text}"))
+                    plan, self.runtime, self.options.timeout, Echo(shown, output) if self.options.verbose else shown)
         except KeyboardInterrupt as exc:  # a batch scheduler cancelled the job first (its record rides along)
             job = exc.job if isinstance(exc, JobInterrupted) else None
             self.keep(collect.failed(point, placement, ctx, INTERRUPTED, plan=plan, job=job))
@@ -194,13 +215,16 @@ class _Run:
             rec = for_storage(rec, self.options.warmup)
         if taken is not None and taken.conditions is not None:
             rec = rec.model_copy(update={"conditions": taken.conditions})
+            judged = threads_warning(rec)
+            if judged:  # kept in the record, and printed with the run's other warnings below
+                rec = rec.model_copy(update={"conditions": taken.conditions.model_copy(update={"warnings": [judged]})})
         self.keep(rec)
         self.pending += [h for h in outcome.cleanup_pending if h not in self.pending]
         if outcome.cleanup_pending:
             self.progress.message(f"{label}: could not clean up on {', '.join(outcome.cleanup_pending)} "
                                   "(unreachable); the next run removes what is left there")
         self.progress.finished(n, total, label, _summary(rec))
-        for warning in self.warnings(rec):
+        for warning in (*self.warnings(rec), *(rec.conditions.warnings if rec.conditions else ())):
             self.progress.message(f"    warning: {warning}")
         if rec.status != "ok" and rec.log_tail:
             last = rec.log_tail.splitlines()[-FAILURE_LINES:]

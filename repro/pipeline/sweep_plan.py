@@ -41,6 +41,7 @@ class BenchOptions:
     dry_run: bool = False
     warmup: str = steady.FIXED  # the window stored figures use (--warmup); the warm-up warnings speak of it
     site: dict[str, Any] = field(default_factory=dict)  # batch site settings given as flags, by inventory variable
+    verbose: bool = False  # -v: each point's command lines and the workload's own output as it runs
 
 
 def choose_runtime(inventory: Inventory, requested: str | None) -> str:
@@ -64,12 +65,13 @@ class Sweep:
     scheduler: Scheduler = field(default_factory=lambda: SCHEDULERS.get("direct"))  # configured for this sweep
     inventory: str | None = None  # the inventory file, as given (kept in each record's SweepRef)
     expect: dict[str, str] = field(default_factory=dict)  # the paths NCCL must take: the stack's and inventory's
+    framework: str | None = None  # the stack's framework: it picks a workload family's program
 
     def launcher(self, options: BenchOptions, point: Settings) -> str:
         """The launcher of a point: the one asked for, else the scheduler's, else the one its controller needs."""
         if options.launcher or self.scheduler.launcher:
             return options.launcher or self.scheduler.launcher  # type: ignore[return-value]
-        framework = _framework(point.workload)
+        framework = _framework(point.workload, self.framework)
         own = framework.default_launcher if framework is not None and point.backend is None else None
         return own or for_backend(point.backend)
 
@@ -85,15 +87,14 @@ class Sweep:
         python = f"python{stack.python.split('.')[0]}" if RUNTIMES.get(self.runtime).needs_image else None
         return PlanContext(run_id=run_id, stack_env=dict(stack.env), gpu=stack.gpu, image=self.image_ref,
                            ssh_port=stack.container.ssh_port, python=python, infiniband=infiniband,
-                           launcher=self.launcher(options, point),
-                           nccl_dir=point_dir(point, gpu=stack.gpu, run_id=run_id))
+                           launcher=self.launcher(options, point), framework=stack.framework,
+                           nccl_dir=point_dir(point, gpu=stack.gpu, run_id=run_id, framework=stack.framework))
 
 
 def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, options: BenchOptions,
                store: Store) -> Sweep:
     """Points, placements, runtime and image of a sweep: every input checked before anything starts."""
-    points = expand(spec, loaded.stack)
-    check_framework(loaded, points[0].workload)
+    points = expand(spec, loaded.stack)  # InputError for a workload without a program for the stack's framework
     runtime = choose_runtime(inventory, options.runtime)
     if options.launcher:
         LAUNCHERS.get(options.launcher)
@@ -117,42 +118,41 @@ def plan_sweep(loaded: LoadedStack, inventory: Inventory, spec: SweepSpec, optio
             image = read_lock(store, loaded)  # ImageError naming `repro up`
     sid = sweep_id(loaded.hash, inventory_key(inventory), points, options.repeats)
     sweep = Sweep(sid, points, placements, runtime, image, ref, store.facts(inventory), scheduler, inventory.path,
-                  expect)
+                  expect, loaded.stack.framework)
     for launcher in {sweep.launcher(options, p) for p in points}:
         scheduler.check(runtime, launcher, spec.backends)
     return sweep
 
 
-def _framework(workload: str) -> Framework | None:
-    """The plug-in of the framework a workload runs on (None: the workload needs none)."""
+def _framework(workload: str, pinned: str | None) -> Framework | None:
+    """The plug-in of the framework a workload runs on with a stack pinning `pinned` (None: it needs none)."""
     from repro.launch.workloads import WORKLOADS
 
-    name = WORKLOADS.get(workload).spec.framework
-    return FRAMEWORKS.get(name) if name else None
+    return FRAMEWORKS.get(pinned) if pinned and WORKLOADS.get(workload).spec.frameworks else None
 
 
 def runtime_backend(point: Settings, spec: SweepSpec, loaded: LoadedStack) -> str:
-    """What the runtime checks the hosts for: Horovod's controller, or the backend of a framework's own
-    communication library (a workload's dist_backend; `auto` is the framework's rule for the stack)."""
-    framework = _framework(point.workload)
-    auto = framework.auto_backend(loaded.stack.gpu) if framework is not None else None
+    """What the runtime checks the hosts for: Horovod's controller, the backend of a framework's own
+    communication library (a workload's dist_backend; `auto` is the framework's rule for the stack), or nothing ('')
+    for a workload without a framework (the probe needs no Horovod controller and no torch.distributed backend)."""
+    framework = _framework(point.workload, loaded.stack.framework)
+    if framework is None:
+        return ""
+    auto = framework.auto_backend(loaded.stack.gpu)
     if auto is not None:
         chosen = str(point.extra.get("dist_backend") or "auto")
         return chosen if chosen != "auto" else auto
     return spec.backends[0] if spec.backends else "mpi"
 
 
-def check_framework(loaded: LoadedStack, workload: str) -> None:
-    """Refuse a workload written for another framework than the one the stack pins (InputError naming both)."""
-    from repro.launch.workloads import WORKLOADS
-
-    needs = WORKLOADS.get(workload).spec.framework
-    pins = getattr(loaded.stack, "framework", "tensorflow")  # stacks before the framework axis are TensorFlow's
-    if needs is None or needs == pins:
-        return
-    fits = sorted(n for n in WORKLOADS.names() if WORKLOADS.get(n).spec.framework in (None, pins))
-    raise InputError(f"workload {workload} runs on {needs}, but stack {loaded.stack.name} pins {pins}",
-                     hint=f"with this stack use --workload {' or '.join(fits)}, or a stack that pins {needs}")
+def stack_backend(loaded: LoadedStack) -> str:
+    """What the stack's own workload (benchmark.workload) needs with its defaults: Horovod's mpi controller, the
+    backend the framework's `auto` rule picks, or nothing (`repro prepare --check-only --stack S` checks that)."""
+    framework = _framework(loaded.stack.benchmark.workload, loaded.stack.framework)
+    if framework is None:
+        return ""
+    auto = framework.auto_backend(loaded.stack.gpu)
+    return auto if auto is not None else "mpi"
 
 
 def configured(options: BenchOptions, inventory: Inventory) -> Scheduler:

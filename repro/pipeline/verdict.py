@@ -27,6 +27,7 @@ from repro.pipeline.running import conditions_sampler, start_runs
 from repro.pipeline.sweep_plan import BenchOptions, admitted_sweeps
 from repro.progress import Progress
 from repro.results import metrics, sequential, stats, steady
+from repro.results.conditions import around
 from repro.results.record import RunRecord, new_id
 from repro.results.store import Store
 from repro.workloads.catalog import kind_of
@@ -89,7 +90,9 @@ def dry_run_lines(stacks: Sequence[LoadedStack], rule: sequential.Rule) -> list[
             f"then B, ...; at most {rule.max_pairs} pairs",
             f"# after every complete pair from pair {rule.first} on: a sequential test on the pairs' log-ratios "
             f"({rule.spending} alpha spending, {rule.confidence:.0%} confidence, threshold {rule.threshold:.0%}) "
-            "stops at faster, slower or equivalent"]
+            "stops at faster, slower or equivalent"
+            + (f"; from pair {sequential.MIN_ADJUSTED} on, adjusted on the other work recorded around each run"
+               if rule.adjust else "")]
 
 
 def until_verdict(stacks: Sequence[LoadedStack], inventory: Inventory, spec: SweepSpec, options: BenchOptions,
@@ -132,9 +135,8 @@ def until_verdict(stacks: Sequence[LoadedStack], inventory: Inventory, spec: Swe
             pair = _run_pair(runs, i, group, rule, out)
             last_pair = time.monotonic() - begun
             evidence.append(_evidence(pair, i, verdict.warmup))
-            ratios = [p.ratio for p in evidence]
             final = i + 1 == rule.max_pairs
-            decision = sequential.decide(sequential.log_ratios([(1.0, r) for r in ratios]), rule, final=final)
+            decision = _decide(evidence, rule, final=final)
             out.message(_progress_line(evidence[-1], decision, rule))
             if decision.decided:
                 stopped = "decided"
@@ -144,7 +146,7 @@ def until_verdict(stacks: Sequence[LoadedStack], inventory: Inventory, spec: Swe
                 stopped = "failing"
                 break
     if not decision.decided:
-        decision = sequential.decide(sequential.log_ratios([(1.0, p.ratio) for p in evidence]), rule, final=True)
+        decision = _decide(evidence, rule, final=True)
     bench_s = sum(r.duration_s or 0.0 for p in evidence for r in (p.old, p.new))
     ok = [r for p in evidence for r in (p.old, p.new) if r.status == "ok" and r.duration_s]
     advice = stats.steps_worth([metrics.global_step_times(r, verdict.warmup) for r in ok],
@@ -163,6 +165,14 @@ def _run_pair(runs: list, index: int, group: str, rule: sequential.Rule, out: Pr
         run.point(point, index, label, 2 * index + n + 1, 2 * rule.max_pairs, pair=f"{group}-0-{index}")
         got[k] = run.records[-1]
     return [got[0], got[1]]
+
+
+def _decide(evidence: Sequence[PairEvidence], rule: sequential.Rule, *, final: bool) -> sequential.Decision:
+    """The rule on the complete pairs, adjusted on their runs' other work where every one of them recorded it."""
+    complete = [p for p in evidence if p.ratio is not None and p.ratio > 0]
+    d = sequential.log_ratios([(1.0, p.ratio) for p in complete])
+    x = [around(p.new) - around(p.old) for p in complete if around(p.new) is not None and around(p.old) is not None]
+    return sequential.decide(d, rule, final=final, covariate=x if rule.adjust and len(x) == len(d) else None)
 
 
 def _evidence(pair: list[RunRecord], index: int, warmup: str) -> PairEvidence:

@@ -83,6 +83,7 @@ class Conditions(_Frozen):
     format: str = CONDITIONS_FORMAT
     interval_s: float = 5.0
     hosts: dict[str, HostConditions] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)  # what the conditions say of the run (repro.results.threads)
 
 
 # -- snapshots: parsing what /proc and nvidia-smi print -----------------------------------------------------
@@ -213,9 +214,11 @@ def parse_snapshot(text: str) -> Snapshot | None:
                     sum(freqs) / len(freqs) if freqs else None, governor or None, parse_gpus(s.get("gpu", [])))
 
 
-def sample(before: Snapshot, after: Snapshot, *, phase: Phase, run_start: float | None, t: float) -> HostSample:
+def sample(before: Snapshot, after: Snapshot, *, phase: Phase, run_start: float | None, t: float,
+           own_pids: frozenset[int] = frozenset()) -> HostSample:
     """What happened between two snapshots of one host; `run_start`: the run's start on the host's uptime clock
-    (processes started since are the run's own), None when no process is the run's."""
+    (processes started since are the run's own), None when no process is the run's; `own_pids`: processes that
+    count as the run's own whenever they started (the sweep's own, which collects and plans between runs)."""
     seconds = after.uptime - before.uptime
     busy = others = steal = None
     if before.cpu and after.cpu and seconds > 0 and len(before.cpu) >= 4 and len(after.cpu) >= 4:
@@ -226,11 +229,10 @@ def sample(before: Snapshot, after: Snapshot, *, phase: Phase, run_start: float 
         busy = max(0.0, (total - idle - steal_ticks) / USER_HZ / seconds)
         steal = steal_ticks / total if total > 0 else None
         own = 0
-        if run_start is not None:
-            first = run_start * USER_HZ
-            for key, ticks in after.procs.items():
-                if key[1] >= first:
-                    own += ticks - before.procs.get(key, 0)
+        first = math.inf if run_start is None else run_start * USER_HZ
+        for key, ticks in after.procs.items():
+            if key[1] >= first or key[0] in own_pids:
+                own += ticks - before.procs.get(key, 0)
         others = max(0.0, busy - own / USER_HZ / seconds)
     return HostSample(phase=phase, t=round(t, 3), seconds=round(seconds, 3),
                       load1=after.load[0] if after.load else None,
@@ -312,6 +314,16 @@ def other_work(host: HostConditions) -> float | None:
     if s.others_during is not None:
         return s.others_during
     return _mean([s.others_before, s.others_after])
+
+
+def around(record: Sampled) -> float | None:
+    """Cores' worth of other work on a run's hosts just before and just after it (summed over hosts; None: not
+    sampled): the sequential rule's covariate. Taken outside the run, so the stack under test cannot move it
+    (during the run, on a saturated host, other work is the CPUs less the run's own use, which the stack sets)."""
+    if record.conditions is None or not record.conditions.hosts:
+        return None
+    values = [_mean([s.others_before, s.others_after]) for s in map(summarize, record.conditions.hosts.values())]
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
 def describe(host: HostConditions) -> str:

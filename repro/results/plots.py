@@ -252,11 +252,28 @@ def finish(fig: Any, title: str, handles: Sequence[Any] = (), labels: Sequence[s
     import textwrap
 
     if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), frameon=False,
-                   fontsize=9)
+        fit_legend(fig, handles, labels)
     width = int(fig.get_figwidth() * 11)  # characters of 11 pt text across the figure
     fig.suptitle("\n".join(textwrap.fill(line, width) for line in title.splitlines()), fontsize=11)
     declutter(fig)
+
+
+def fit_legend(fig: Any, handles: Sequence[Any], labels: Sequence[str]) -> Any:
+    """The figure's legend under the panels, in as many columns (at most 4) as fit across the figure, each label
+    wrapped to its column: a legend wider than the figure is clipped when it is saved."""
+    import textwrap
+
+    legend = None
+    for ncol in range(min(len(labels), 4), 0, -1):
+        chars = max(12, int(fig.get_figwidth() * 12 / ncol) - 6)  # characters of 9 pt text in one column
+        wrapped = ["\n".join(textwrap.wrap(label, chars)) or label for label in labels]
+        if legend is not None:
+            legend.remove()
+        legend = fig.legend(handles, wrapped, loc="outside lower center", ncol=ncol, frameon=False, fontsize=9)
+        renderer = fig.canvas.get_renderer()
+        if legend.get_window_extent(renderer).width <= fig.bbox.width:
+            break
+    return legend
 
 
 def legend_entries(fig: Any) -> tuple[list[Any], list[str]]:

@@ -31,9 +31,10 @@ from repro.results.conditions import Conditions
 from repro.results.fabric import Fabric
 from repro.results.provenance import FACTS_FORMAT, LOCK_FORMAT, HostFacts, ImageLock, SlurmJob
 
-# 1: lock and facts as plain JSON; 2: the batch job as `slurm` (a SlurmJob) or `batch` (another scheduler's dict).
-# Both are read and migrated by parse_record.
-SCHEMA_VERSION = 3
+# 1: lock and facts as plain JSON; 2: the batch job as `slurm` (a SlurmJob) or `batch` (another scheduler's dict);
+# 3: the settings in TensorFlow's words (xla, Horovod's backend; PyTorch's backend in extra.dist_backend) and the
+# software found with flat per-framework fields. All are read and migrated by parse_record.
+SCHEMA_VERSION = 4
 
 
 class _Frozen(BaseModel):
@@ -66,6 +67,13 @@ class RankResult(_Frozen):
     detected_warmup: int | None = None
 
 
+class Comm(_Frozen):
+    """Who ran a point's collectives, and over what: horovod (its controller), torch.distributed (its backend)."""
+
+    library: str  # horovod, torch.distributed, or a plug-in framework's (Framework.comm_library)
+    backend: str | None = None  # mpi, gloo, nccl; None: the library's own choice, not known
+
+
 class Settings(_Frozen):
     """The settings that define a benchmark point (what runs are aligned on when compared)."""
 
@@ -74,7 +82,9 @@ class Settings(_Frozen):
     batch_per_worker: int | None = None
     global_batch: int | None = None
     precision: Literal["fp32", "fp16", "bf16"] | None = None  # None: not a setting of this workload, or not known
-    xla: bool | None = None  # None: not a setting of this workload, or not known
+    # the framework compiles the step: TensorFlow's XLA, PyTorch's torch.compile (each plug-in's compile_meaning);
+    # the programs' flag is --xla. None: not a setting of this workload, or not known
+    compile: bool | None = None
     data_format: str | None = None
     data: str | None = None  # synthetic, real, a directory, or an imported log's data set name; None: n/a or unknown
     workers: int = 1
@@ -83,14 +93,49 @@ class Settings(_Frozen):
     threads: int | None = None  # intra-op threads per worker (CPU runs)
     warmup_steps: int | None = None
     steps: int | None = None
-    backend: str | None = None  # controller: mpi or gloo
+    comm: Comm | None = None  # None: no collectives (the probe), or not known
     extra: dict[str, Any] = Field(default_factory=dict)  # workload-specific settings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tensorflow_words(cls, data: Any) -> Any:
+        # Settings(xla=..., backend=...): the words of schema 3, of the --xla flag and of Horovod's --backends
+        if isinstance(data, dict) and ("xla" in data or "backend" in data):
+            data = dict(data)
+            xla, backend = data.pop("xla", None), data.pop("backend", None)
+            data.setdefault("compile", xla)
+            if backend is not None and data.get("comm") is None:
+                data["comm"] = {"library": "horovod", "backend": backend}
+        return data
+
+    @property
+    def xla(self) -> bool | None:
+        """`compile`, by the name of the programs' --xla flag."""
+        return self.compile
+
+    @property
+    def backend(self) -> str | None:
+        """Horovod's controller (mpi or gloo) as --backends chose it; None where Horovod does not run the point."""
+        return self.comm.backend if self.comm is not None and self.comm.library == "horovod" else None
+
+    def shown(self) -> dict[str, Any]:
+        """The settings as `results show` prints them: in the programs' words (xla, Horovod's backend, extra's
+        dist_backend), as every schema before 4 stored them, so that a store prints as it always has."""
+        data = {("xla" if k == "compile" else k): v for k, v in self.model_dump(mode="json").items()}
+        data["backend"] = self.backend
+        return {k: data[k] for k in SHOWN_ORDER}
 
     def key(self, *, without: tuple[str, ...] = ()) -> tuple:
         """A hashable identity of the point, optionally ignoring some fields."""
-        data = self.model_dump(exclude=set(without) | {"extra", "warmup_steps", "steps"})
+        data = self.model_dump(exclude=set(without) | {"extra", "warmup_steps", "steps", "comm"})
+        comm = None if self.comm is None or "comm" in without else (self.comm.library, self.comm.backend)
         extra = tuple(sorted((k, str(v)) for k, v in self.extra.items()))
-        return (*sorted(data.items()), extra)
+        return (*sorted(data.items()), ("comm", comm), extra)
+
+
+# the order schema 3 stored the settings in (results show prints them so)
+SHOWN_ORDER = ("workload", "model", "batch_per_worker", "global_batch", "precision", "xla", "data_format", "data",
+               "workers", "hosts", "scaling", "threads", "warmup_steps", "steps", "backend", "extra")
 
 
 class StackRef(_Frozen):
@@ -256,7 +301,33 @@ def _migrate_v2(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-MIGRATIONS = {1: _migrate_v1, 2: _migrate_v2}
+# the workloads schema 3 ran on PyTorch: their backend was torch.distributed's (extra.dist_backend), never Horovod's
+_V3_TORCH_WORKLOADS = ("torch_cnn", "torch_allreduce", "torch_tta")
+
+
+def _migrate_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 3 -> 4, framework-neutral: `xla` became `compile`; Horovod's `backend` and a PyTorch point's
+    extra.dist_backend became `comm` {library, backend}; the software found (`host_software`) names each framework
+    in `frameworks` {name: {version, error, build}} (Software reads schema 3's flat fields)."""
+    out = dict(data)
+    settings = dict(out.get("settings") or {})
+    if "xla" in settings:
+        settings["compile"] = settings.pop("xla")
+    backend = settings.pop("backend", None)
+    if settings.get("workload") in _V3_TORCH_WORKLOADS:
+        asked = (settings.get("extra") or {}).get("dist_backend")
+        ran = (out.get("resolved") or {}).get("dist_backend")
+        chosen = asked if asked not in (None, "auto") else ran
+        settings["comm"] = {"library": "torch.distributed", "backend": chosen if isinstance(chosen, str) else None}
+    elif backend is not None:  # Horovod's controller, but for imported PyTorch DDP benchmark logs (torch's backend)
+        torch_ddp = (settings.get("extra") or {}).get("program") == "torch_ddp_benchmark"
+        settings["comm"] = {"library": "torch.distributed" if torch_ddp else "horovod", "backend": backend}
+    out["settings"] = settings
+    out["schema_version"] = 4
+    return out
+
+
+MIGRATIONS = {1: _migrate_v1, 2: _migrate_v2, 3: _migrate_v3}
 
 
 def parse_record(data: Any, where: str | None = None) -> RunRecord:

@@ -158,6 +158,25 @@ def _parsed(records: Sequence[tuple[Path, RunRecord]]) -> tuple[list[Summary], _
     return summaries, _Parsed({s.path: r for s, (_, r) in zip(summaries, records, strict=True)})
 
 
+MAX_DIRECTORY_ENTRIES = 100_000
+MAX_DIRECTORY_DEPTH = 6
+
+
+def _record_files(path: Path) -> list[Path]:
+    """The *.json files under `path` (not following links, at most 6 levels down); InputError when it holds more
+    than 100,000 entries: `--stack /` names a filesystem, not a directory of records, and is not walked."""
+    found, seen = [], 0
+    for folder, dirs, files in os.walk(path, onerror=lambda exc: None):
+        seen += len(dirs) + len(files)
+        if seen > MAX_DIRECTORY_ENTRIES:
+            raise InputError(f"{path}: more than {MAX_DIRECTORY_ENTRIES} files and directories: not a directory of "
+                             "records", hint="name a store (--store), a stack, or a directory of record files")
+        if len(Path(folder).relative_to(path).parts) >= MAX_DIRECTORY_DEPTH:
+            dirs.clear()
+        found += [Path(folder) / f for f in files if f.endswith(".json") and not f.endswith(SELECTION_SUFFIX)]
+    return sorted(found)
+
+
 def _directory_files(path: Path, warn: Callable[[str], None]) -> list[tuple[Path, RunRecord]]:
     """The readable records of a directory of record JSON files (not a store); others are skipped, named."""
     out = []
@@ -300,20 +319,32 @@ def _resolve(selector: str, store: Store, depth: int) -> _Resolved:
     return summaries, what, store, store, Filters()
 
 
+def _no_runs_hint(selector: str, store: Store) -> str:
+    """What to give instead: the closest stack names stored, else the kinds of selector."""
+    import difflib
+
+    names = sorted({s.stack for s in store.summaries()})
+    close = difflib.get_close_matches(selector, names, n=2)
+    if close:
+        return f"did you mean {' or '.join(close)}? (`repro results` lists what is stored)"
+    if not names:
+        return "the store holds no runs: `repro bench` stores them there (or give --store)"
+    return ("give a stack name, a stack hash (or prefix), a manifest file, a results directory or a "
+            "*.selection.json file; `repro results` lists what is stored")
+
+
 def select(selector: str, store: Store, filters: Filters = Filters()) -> Selection:
-    """Resolve a selector to its runs; matching nothing raises ResultsError naming selector and store.
+    """Resolve a selector to its runs; matching nothing raises InputError naming selector and store (exit 2).
 
     Only the index is read here; the records themselves are parsed when `Selection.records` is first used.
     """
     summaries, what, used, source, saved = _resolve(selector, store, 0)
-    if not summaries:
-        raise ResultsError(f"'{selector}' matches no runs in {used.root}",
-                           hint="give a stack name, a stack hash (or prefix), a manifest file, a results "
-                           "directory or a *.selection.json file; `repro results` lists what is stored")
+    if not summaries:  # a misspelt or unrun stack is bad input (exit 2), not a failed run
+        raise InputError(f"'{selector}' matches no runs in {used.root}", hint=_no_runs_hint(selector, used))
     wanted = saved.narrowed(filters)
     kept = [s for s in summaries if wanted.matches(s)]
     if not kept:
-        raise ResultsError(f"'{selector}' ({what}, {len(summaries)} runs in {used.root}) has no run matching "
+        raise InputError(f"'{selector}' ({what}, {len(summaries)} runs in {used.root}) has no run matching "
                            f"{wanted.describe()}")
     if not wanted.empty:
         what += f" [{wanted.describe()}]"

@@ -24,6 +24,13 @@ its nominal 5% (each look is another chance). Instead this is a group-sequential
   pair are exchangeable under "no difference", so their log-ratio is symmetric about the true one and the
   trimmed mean estimates the same ratio. Off by default: on the fixture's noise its t approximation let A/A
   sweeps of up to 40 pairs be called faster or slower 6.4% of the time (4.8% untrimmed).
+- **Regression adjustment on the run conditions** (`decide(..., covariate=x)`; CUPED, Deng et al. 2013, as an
+  analysis of covariance of the paired differences): x_i is how much more other work (cores, from the run's
+  recorded conditions) B's run of pair i had than A's. The fit d_i = a + b·x_i + e_i takes out the part of the
+  pair's noise that the recorded interference explains; the centre is a, the log-ratio at equal conditions,
+  with its ordinary least squares standard error and k - 2 degrees of freedom. Valid because a run's other work
+  is not caused by the stack under test (the run's own processes are not counted in it) and interleaving
+  makes its expected difference within a pair zero; when it explains nothing it costs one degree of freedom.
 
 The verdict at a look, with threshold τ (symmetric on the log scale, as in repro.results.stats):
 faster when the whole interval is above 1 and the ratio exceeds 1 + τ; slower likewise below; equivalent
@@ -51,6 +58,9 @@ _GRID_STEP = 0.04  # grid spacing of the recursive integration, in units of one 
 # Off by default: a 20% trim gains ~10% of pairs on the fixture's noise but its t approximation is not conservative
 # enough at few pairs (A/A false verdicts 6.4% over 1,000 sweeps of up to 40 pairs, against 4.8% untrimmed)
 DEFAULT_TRIM = 0.0
+# pairs before the rule adjusts on the covariate: a slope and a robust error from fewer are too noisy (from 4 pairs,
+# A/A sweeps of up to 40 pairs were called faster or slower 5.3% of the time on the fixture's noise)
+MIN_ADJUSTED = 8
 _Z_CAP = 8.0  # a look that spends (next to) nothing: its boundary is effectively never crossed
 
 
@@ -163,6 +173,7 @@ class Rule:
     spending: str = POCOCK
     first: int = FIRST_LOOK
     trim: float = DEFAULT_TRIM  # the share of the log-ratios set aside at each end (0: the plain paired t)
+    adjust: bool = True  # adjust on the runs' recorded other work where every pair has it (`decide`'s covariate)
 
     def __post_init__(self) -> None:
         if not 0 <= self.trim < 0.5:
@@ -202,9 +213,35 @@ def log_ratios(pairs: Sequence[tuple[float | None, float | None]]) -> list[float
             if o is not None and n is not None and o > 0 and n > 0 and math.isfinite(o) and math.isfinite(n)]
 
 
-def decide(d: Sequence[float], rule: Rule, *, final: bool = False) -> Decision:
-    """The verdict after the complete pairs' log-ratios `d`; `final`: no more pairs will come (budget spent)."""
+def adjusted(d: Sequence[float], x: Sequence[float]) -> tuple[float, float, int]:
+    """The intercept of d = a + b·x by least squares, its standard error and degrees of freedom: (a, se, k - 2);
+    the plain mean when x does not vary (nothing to adjust on) or before MIN_ADJUSTED pairs."""
+    dd, xx = np.asarray(d, dtype=float), np.asarray(x, dtype=float)
+    k = dd.size
+    sxx = float(((xx - xx.mean()) ** 2).sum())
+    if k < MIN_ADJUSTED or sxx <= 1e-12 * max(1.0, float((xx ** 2).sum())):
+        return float(dd.mean()), float(dd.std(ddof=1)) / math.sqrt(k), k - 1
+    slope = float(((xx - xx.mean()) * (dd - dd.mean())).sum()) / sxx
+    a = float(dd.mean()) - slope * float(xx.mean())
+    residual = dd - a - slope * xx
+    # the intercept's variance robust to a spread that depends on x (HC3, MacKinnon and White 1985): the runs'
+    # real shifts are heavy-tailed, and the classical OLS error let A/A sweeps be called faster or slower 6%
+    # of the time in the simulation (bench/p7_until_verdict.py)
+    design = np.column_stack([np.ones(k), xx])
+    bread = np.linalg.inv(design.T @ design)
+    leverage = np.einsum("ij,jk,ik->i", design, bread, design)
+    meat = (design * (residual / (1.0 - leverage))[:, None] ** 2).T @ design
+    variance = float((bread @ meat @ bread)[0, 0])
+    return a, math.sqrt(max(variance, 0.0)), k - 2
+
+
+def decide(d: Sequence[float], rule: Rule, *, final: bool = False,
+           covariate: Sequence[float] | None = None) -> Decision:
+    """The verdict after the complete pairs' log-ratios `d`; `final`: no more pairs will come (budget spent);
+    `covariate`: per pair, B's other work minus A's (cores), to adjust on (module docstring)."""
     k = len(d)
+    if covariate is not None and len(covariate) != k:
+        raise ValueError(f"{len(covariate)} covariate values for {k} pairs")
     conf, thr = rule.confidence, rule.threshold
     if k == 0:
         return Decision(UNDECIDED if final else CONTINUE, 0, None, None, None, conf, thr)
@@ -212,7 +249,7 @@ def decide(d: Sequence[float], rule: Rule, *, final: bool = False) -> Decision:
     if k < rule.first:
         return Decision(UNDECIDED if final else CONTINUE, k, math.exp(float(arr.mean())), None, None, conf, thr)
     look = min(k, rule.max_pairs)  # pairs beyond the plan reuse its last boundary (conservative enough: rare)
-    mean, se, df = trimmed(arr, rule.trim)
+    mean, se, df = adjusted(arr, covariate) if covariate is not None else trimmed(arr, rule.trim)
     half = rule.t_critical(look, df) * se if se > 0 else 0.0
     low, high = mean - half, mean + half
     beyond = math.log1p(thr)

@@ -32,7 +32,8 @@ MODES = (FIXED, AUTO)
 MIN_STEPS = 10  # below this a series is too short to tell a transient from noise
 BATCH_FROM = 100  # series this long are batched by 5 (MSER-5)
 SLOW_MARGIN = 0.05
-SHORT_EFFECT = 0.01  # a fixed warm-up is "too short" when the transient it left moves the mean step by more
+SHORT_EFFECT = 0.05  # a fixed warm-up is "too short" when the transient it left moves the mean step by more (a
+# material effect: below 5% the warning was noise a newcomer chased)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import WorkloadError
+from . import WorkloadError, framing
 from ._net import local_ipv4_addresses, prepare_gloo_environment
 from .spec import ArgumentParser, Option  # noqa: F401 - ArgumentParser is part of this module's API
 
@@ -290,7 +290,7 @@ def finish(
         os.makedirs(directory, exist_ok=True)
         with open(output, "w") as handle:
             handle.write(line[len(RESULT_PREFIX) :] + "\n")
-    sys.stdout.write(line + "\n")
+    sys.stdout.write(framing.printed(line))
     sys.stdout.flush()
     return result
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from . import _common as common
 from ._common import WorkloadError, run_main
+from .comm import DIST_BACKEND
 from .spec import ArgumentParser, Option, WorkloadSpec
 
 DTYPES = {"fp32": ("float32", 4), "fp16": ("float16", 2), "fp64": ("float64", 8), "int32": ("int32", 4)}
@@ -118,40 +119,51 @@ def mean_over_ranks(per_rank: Sequence[Sequence[float]]) -> list[float]:
     return [sum(r[i] for r in per_rank) / count for i in range(lengths.pop())]
 
 
+TORCH_DTYPES = ("fp32", "fp16", "fp64")
+
+# The allreduce family: its options once, one program per framework (torch_allreduce: the PyTorch program's
+# older name); the PyTorch program sweeps MLBench task 0.a's sizes by default
 SPEC = WorkloadSpec(
     name="allreduce",
-    summary=__doc__.split("\n\n")[0],
-    framework="tensorflow",
+    summary="All-reduce sweep: latency and bus bandwidth per size (Horovod and MPI, or torch.distributed).",
     kind="allreduce",
-    module="repro.workloads.allreduce",
+    programs={"tensorflow": "repro.workloads.allreduce", "pytorch": "repro.workloads.torch_allreduce"},
     batch=None,
     options=(
+        DIST_BACKEND,
+        Option("device", str, "auto", "where the tensors live (auto: cuda for nccl, else cpu)",
+               choices=("auto", "cpu", "cuda"), frameworks=("pytorch",)),
         Option("min_exp", float, MIN_EXP, "smallest size is 10**min-exp elements", minimum=0),
-        Option("max_exp", float, MAX_EXP, "largest size is 10**max-exp elements", minimum=0),
-        Option("num", int, NUM, "log-spaced points (before deduplication)", minimum=1),
+        Option("max_exp", float, MAX_EXP, "largest size is 10**max-exp elements", minimum=0,
+               on={"pytorch": {"default": 8.0}}),
+        Option("num", int, NUM, "log-spaced points (before deduplication)", minimum=1, on={"pytorch": {"default": 80}}),
         Option("sizes", str, None, "explicit element counts, comma-separated (overrides the above)",
                pattern=r"[0-9]+(,[0-9]+)*", pattern_help="comma-separated whole numbers"),
         Option("dtypes", str, "fp32", "comma-separated, from fp32, fp16 (fp16: Horovod's path only)",
-               items=("fp32", "fp16")),
-        Option("iterations", int, ITERATIONS, "timed all-reduces per size and dtype", minimum=1),
+               items=("fp32", "fp16"),
+               on={"pytorch": {"help": "comma-separated, from fp32, fp16, fp64", "items": TORCH_DTYPES}}),
+        Option("iterations", int, ITERATIONS, "timed all-reduces per size and dtype", minimum=1,
+               on={"pytorch": {"default": 100}}),
         Option("large_iterations", int, LARGE_ITERATIONS, "timed all-reduces per size from --large-bytes on "
-               f"(after at most {LARGE_WARMUP} untimed ones)", minimum=1),
+               f"(after at most {LARGE_WARMUP} untimed ones)", minimum=1,
+               on={"pytorch": {"default": 100, "help": "timed all-reduces per size from --large-bytes on"}}),
         Option("large_bytes", int, LARGE_BYTES, "message size (bytes) from which --large-iterations apply",
-               minimum=1),
+               minimum=1, on={"pytorch": {"default": 1 << 62}}),
         Option("warmup_iterations", int, WARMUP, "untimed all-reduces per size first", minimum=0),
         Option("cycle_time_ms", float, None, "Horovod's background cycle (HOROVOD_CYCLE_TIME, ms)", minimum=0,
-               exclusive_minimum=True),
+               exclusive_minimum=True, frameworks=("tensorflow",)),
         Option("fusion_threshold", int, None, "Horovod's tensor fusion buffer (HOROVOD_FUSION_THRESHOLD, bytes)",
-               minimum=0),
-        Option("raw", bool, True, "also time MPI_Allreduce directly (mpi4py)"),
+               minimum=0, frameworks=("tensorflow",)),
+        Option("raw", bool, True, "also time MPI_Allreduce directly (mpi4py)", frameworks=("tensorflow",)),
         *common.COMMON_OPTIONS,
     ),
 )
+PROGRAM = SPEC.program("tensorflow")
 
 
 def build_parser() -> ArgumentParser:
     """The workload's flags, from its SPEC."""
-    return SPEC.parser(common.add_output_argument)
+    return PROGRAM.parser(common.add_output_argument)
 
 
 def iteration_counts(nbytes: int, iterations: int = ITERATIONS, warmup: int = WARMUP,
@@ -228,9 +240,9 @@ def progress_row(dtype: str, elements: int, entry: dict[str, Any], world_size: i
     def path(name: str, times: list[float], wrong: int) -> str:
         latency = common.median(times)
         busbw = nbytes / latency * bus_factor(world_size) / 1e9 if latency else 0.0
-        return f"{name} {latency * 1e6:10.1f} us {busbw:8.3f} GB/s #wrong {wrong}"
+        return f"{name} median {latency * 1e6:10.1f} us {busbw:8.3f} GB/s #wrong {wrong}"
 
-    cols = [f"{nbytes:>12,} B {elements:>11,} {dtype}"]
+    cols = [f"{nbytes:>12,} B {elements:>11,} {dtype} rank 0"]
     if "horovod" in entry:
         cols.append(path("hvd", entry["horovod"], entry["wrong"]))
     if "raw" in entry:

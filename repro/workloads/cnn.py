@@ -21,41 +21,53 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _common as common
-from . import models
+from . import models, torch_models
 from ._common import WorkloadError, run_main
+from .comm import DIST_BACKEND
 from .data import tfrecord_dataset, tfrecord_files
 from .spec import ArgumentParser, Option, WorkloadSpec
 
+PT_PRECISIONS = ("fp32", "fp16", "bf16")
+
+# The cnn family: its options once, one program per framework (torch_cnn is its PyTorch program's older name)
 SPEC = WorkloadSpec(
     name="cnn",
-    summary=__doc__.split("\n\n")[0],
-    framework="tensorflow",
+    summary="CNN training throughput (images/sec), tf_cnn_benchmarks style: TensorFlow with Horovod, or PyTorch DDP.",
     kind="throughput",
-    module="repro.workloads.cnn",
-    models=models.MODELS,
+    programs={"tensorflow": "repro.workloads.cnn", "pytorch": "repro.workloads.torch_cnn"},
+    models=tuple(dict.fromkeys((*models.MODELS, *torch_models.MODELS))),
     options=(
-        Option("model", str, "resnet50", "the network", choices=models.MODELS, setting="model", sweep=True),
+        Option("model", str, "resnet50", "the network", choices=models.MODELS, setting="model", sweep=True,
+               on={"pytorch": {"choices": torch_models.MODELS}}),
         Option("batch_size", int, 32, "per worker", minimum=1, setting="batch_per_worker", sweep=True),
         Option("image_size", int, None, "default: 224, 299 inception3, 32 CIFAR", minimum=1, bench=False),
         Option("num_classes", int, None, "default: 1000, 10 for CIFAR models", minimum=1, bench=False),
-        Option("data", str, "synthetic", "'synthetic' or a directory of ImageNet TFRecords", setting="data"),
-        Option("label_offset", int, 0, "subtracted from TFRecord labels (1: 1-based labels)", bench=False),
+        Option("data", str, "synthetic", "'synthetic' or a directory of ImageNet TFRecords", setting="data",
+               on={"pytorch": {"help": "synthetic only (one random batch, reused)", "choices": ("synthetic",)}}),
+        Option("label_offset", int, 0, "subtracted from TFRecord labels (1: 1-based labels)", bench=False,
+               frameworks=("tensorflow",)),
         Option("precision", str, "fp32", "fp16: mixed_float16 + loss scaling", choices=("fp32", "fp16"),
-               setting="precision", sweep=True),
-        Option("xla", bool, False, "compile forward and loss with XLA", setting="xla", sweep=True),
-        Option("data_format", str, "NHWC", "NCHW needs a GPU", choices=("NHWC", "NCHW"), setting="data_format"),
+               setting="precision", sweep=True,
+               on={"pytorch": {"help": "fp16/bf16: torch.autocast mixed precision", "choices": PT_PRECISIONS}}),
+        Option("xla", bool, False, "compile forward and loss with XLA", setting="xla", sweep=True,
+               on={"pytorch": {"help": "compile the model with torch.compile"}}),
+        Option("data_format", str, "NHWC", "NCHW needs a GPU", choices=("NHWC", "NCHW"), setting="data_format",
+               on={"pytorch": {"default": "NCHW", "help": "NHWC: channels_last memory format",
+                               "choices": ("NCHW", "NHWC")}}),
         Option("warmup_steps", int, 10, "steps before the measured ones", minimum=0, setting="warmup_steps"),
         Option("steps", int, 100, "measured steps after warm-up", minimum=1, setting="steps"),
+        DIST_BACKEND,
         Option("learning_rate", float, 0.01, "SGD learning rate", minimum=0, exclusive_minimum=True, bench=False),
         Option("momentum", float, 0.9, "SGD momentum", bench=False),
         *common.COMMON_OPTIONS,
     ),
 )
+PROGRAM = SPEC.program("tensorflow")
 
 
 def build_parser() -> ArgumentParser:
-    """The workload's flags, from its SPEC."""
-    return SPEC.parser(common.add_output_argument)
+    """The workload's flags, from its SPEC (the TensorFlow program's)."""
+    return PROGRAM.parser(common.add_output_argument)
 
 
 def resolve_settings(args: Any) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _common as common
+from . import framing
 from ._common import WorkloadError, run_main
 from ._net import launcher_rank, local_ipv4_addresses
 from .spec import ArgumentParser, Option, WorkloadSpec
@@ -226,7 +227,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         "step_times": step_times, "items_per_step": args.batch_size,
     }
     if world["rank"] != 0:
-        sys.stdout.write(RANK_PREFIX + json.dumps(common.json_safe(record), separators=(",", ":")) + "\n")
+        sys.stdout.write(framing.printed(RANK_PREFIX + json.dumps(common.json_safe(record), separators=(",", ":"))))
         sys.stdout.flush()
         return None
     settings = {
@@ -234,7 +235,9 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         "warmup_steps": args.warmup_steps, "steps": args.steps, "step_time": args.step_time,
         "step_kind": args.step_kind, "matrix_size": args.matrix_size, "start_delay": args.start_delay,
         "fail_at_step": args.fail_at_step, "hang_at_step": args.hang_at_step, "fault_rank": args.fault_rank,
-        "intra_threads": threads, "usable_cpus": cpus, "seed": args.seed, "env": common.recorded_env(),
+        # sleep and busy steps run on one thread whatever the pool: no intra-op threads to judge against the cores
+        "intra_threads": threads if args.step_kind == "matmul" else None, "usable_cpus": cpus, "seed": args.seed,
+        "env": common.recorded_env(),
     }
     result = {
         "format": common.FORMAT,
@@ -250,7 +253,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w") as handle:
             handle.write(line[len(common.RESULT_PREFIX):] + "\n")
-    sys.stdout.write(line + "\n")
+    sys.stdout.write(framing.printed(line))
     sys.stdout.flush()
     return result
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import WorkloadError
@@ -49,6 +49,15 @@ class Option:
     items: tuple[str, ...] | None = None  # a comma-separated list whose items must be among these
     pattern: str | None = None  # a regular expression the whole value must match
     pattern_help: str = ""  # what the pattern means, for the error message
+    frameworks: tuple[str, ...] | None = None  # the programs of a family that take it (None: every program)
+    # what differs in one framework's program, by framework: {"pytorch": {"choices": (...), "help": "..."}}
+    on: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
+
+    def for_framework(self, framework: str) -> Option | None:
+        """The option as `framework`'s program takes it, or None when that program does not take it."""
+        if self.frameworks is not None and framework not in self.frameworks:
+            return None
+        return replace(self, frameworks=None, on={}, **dict(self.on.get(framework, {})))
 
     @property
     def flag(self) -> str:
@@ -129,6 +138,38 @@ class WorkloadSpec:
     models: tuple[str, ...] = ()  # models it knows (empty: it takes no --model)
     framework: str | None = None  # what the stack must pin to run it: tensorflow, pytorch; None: no framework
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # a family's programs, one per framework ({"tensorflow": "repro.workloads.cnn", "pytorch": ...}): the stack's
+    # framework picks one (program()); empty: one program (`module`) for `framework`, or for none
+    programs: Mapping[str, str] = field(default_factory=dict, hash=False)
+    family: str | None = None  # an alias's family: torch_cnn is cnn's PyTorch program under its older name
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        """The frameworks it runs on (empty: it needs none)."""
+        return tuple(self.programs) if self.programs else ((self.framework,) if self.framework else ())
+
+    @property
+    def runs_program(self) -> bool:
+        """Whether repro ships its program (a module, or one per framework)."""
+        return bool(self.module or self.programs)
+
+    def program(self, framework: str | None) -> WorkloadSpec:
+        """The spec of the program that runs on `framework`: its module, options and models (KeyError naming the
+        frameworks it supports when it has none for `framework`)."""
+        if not self.programs:
+            if self.framework is not None and framework != self.framework:
+                raise KeyError(f"workload {self.name} runs on {self.framework}, not {framework}")
+            return self
+        if framework not in self.programs:
+            raise KeyError(f"workload {self.name} runs on {' or '.join(self.programs)}, not {framework}")
+        options = tuple(o for o in (option.for_framework(framework) for option in self.options) if o is not None)
+        model = next((o for o in options if o.setting == "model"), None)
+        return replace(self, module=self.programs[framework], framework=framework, programs={}, options=options,
+                       models=tuple(model.choices or ()) if model is not None else ())
+
+    def alias(self, name: str) -> WorkloadSpec:
+        """The same program under an older name (records and scripts that use it keep working)."""
+        return replace(self, name=name, family=self.family or self.name)
 
     def option(self, name: str) -> Option:
         for o in self.options:

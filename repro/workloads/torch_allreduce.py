@@ -24,36 +24,14 @@ from . import _common as common
 from . import _torch, allreduce, timing
 from ._common import WorkloadError, run_main
 from .comm import resolve_backend
-from .spec import ArgumentParser, Option, WorkloadSpec
+from .spec import ArgumentParser
 
 MIN_EXP, MAX_EXP, NUM, ITERATIONS, WARMUP = 0.0, 8.0, 80, 100, 5  # MLBench task 0.a
 DTYPES = ("fp32", "fp16", "fp64")
 DEVICES = ("auto", "cpu", "cuda")
 
-SPEC = WorkloadSpec(
-    name="torch_allreduce",
-    summary=__doc__.split("\n\n")[0],
-    framework="pytorch",
-    kind="allreduce",
-    module="repro.workloads.torch_allreduce",
-    batch=None,
-    options=(
-        Option("dist_backend", str, "auto", "torch.distributed backend (auto: nccl on GPUs, gloo on CPUs)",
-               choices=("auto", *_torch.BACKENDS)),
-        Option("device", str, "auto", "where the tensors live (auto: cuda for nccl, else cpu)", choices=DEVICES),
-        Option("min_exp", float, MIN_EXP, "smallest size is 10**min-exp elements", minimum=0),
-        Option("max_exp", float, MAX_EXP, "largest size is 10**max-exp elements", minimum=0),
-        Option("num", int, NUM, "log-spaced points (before deduplication)", minimum=1),
-        Option("sizes", str, None, "explicit element counts, comma-separated (overrides the above)",
-               pattern=r"[0-9]+(,[0-9]+)*", pattern_help="comma-separated whole numbers"),
-        Option("dtypes", str, "fp32", "comma-separated, from fp32, fp16, fp64", items=DTYPES),
-        Option("iterations", int, ITERATIONS, "timed all-reduces per size and dtype", minimum=1),
-        Option("large_iterations", int, ITERATIONS, "timed all-reduces per size from --large-bytes on", minimum=1),
-        Option("large_bytes", int, 1 << 62, "message size (bytes) from which --large-iterations apply", minimum=1),
-        Option("warmup_iterations", int, WARMUP, "untimed all-reduces per size first", minimum=0),
-        *common.COMMON_OPTIONS,
-    ),
-)
+# the allreduce family's PyTorch program, under the name records and scripts from before the family use
+SPEC = allreduce.SPEC.program("pytorch").alias("torch_allreduce")
 
 
 def build_parser() -> ArgumentParser:

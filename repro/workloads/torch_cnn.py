@@ -20,44 +20,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _common as common
-from . import _torch, timing
+from . import _torch, cnn, timing
 from . import torch_models as models
 from ._common import WorkloadError, run_main
 from .cnn import throughput_metrics
 from .comm import resolve_backend
-from .spec import ArgumentParser, Option, WorkloadSpec
+from .spec import ArgumentParser
 
-PRECISIONS = ("fp32", "fp16", "bf16")
-DIST_BACKENDS = ("auto", *_torch.BACKENDS)
-
-SPEC = WorkloadSpec(
-    name="torch_cnn",
-    summary=__doc__.split("\n\n")[0],
-    framework="pytorch",
-    kind="throughput",
-    module="repro.workloads.torch_cnn",
-    models=models.MODELS,
-    options=(
-        Option("model", str, "resnet50", "the network", choices=models.MODELS, setting="model", sweep=True),
-        Option("batch_size", int, 32, "per worker", minimum=1, setting="batch_per_worker", sweep=True),
-        Option("image_size", int, None, "default: 224, 299 inception3, 32 CIFAR", minimum=1, bench=False),
-        Option("num_classes", int, None, "default: 1000, 10 for CIFAR models", minimum=1, bench=False),
-        Option("data", str, "synthetic", "synthetic only (one random batch, reused)", choices=("synthetic",),
-               setting="data"),
-        Option("precision", str, "fp32", "fp16/bf16: torch.autocast mixed precision", choices=PRECISIONS,
-               setting="precision", sweep=True),
-        Option("xla", bool, False, "compile the model with torch.compile", setting="xla", sweep=True),
-        Option("data_format", str, "NCHW", "NHWC: channels_last memory format", choices=("NCHW", "NHWC"),
-               setting="data_format"),
-        Option("warmup_steps", int, 10, "steps before the measured ones", minimum=0, setting="warmup_steps"),
-        Option("steps", int, 100, "measured steps after warm-up", minimum=1, setting="steps"),
-        Option("dist_backend", str, "auto", "torch.distributed backend (auto: nccl on GPUs, gloo on CPUs)",
-               choices=DIST_BACKENDS),
-        Option("learning_rate", float, 0.01, "SGD learning rate", minimum=0, exclusive_minimum=True, bench=False),
-        Option("momentum", float, 0.9, "SGD momentum", bench=False),
-        *common.COMMON_OPTIONS,
-    ),
-)
+# the cnn family's PyTorch program, under the name records and scripts from before the family use
+SPEC = cnn.SPEC.program("pytorch").alias("torch_cnn")
 
 
 def build_parser() -> ArgumentParser:

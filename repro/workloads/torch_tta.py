@@ -26,15 +26,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from . import _common as common
-from . import _torch, timing
+from . import _torch, timing, tta
 from . import torch_models as models
 from ._common import WorkloadError, run_main
 from .comm import resolve_backend
 from .data import ArrayData, load_cifar10, load_digits
-from .spec import ArgumentParser, Option, WorkloadSpec
+from .spec import ArgumentParser
 from .tta import Plateau, check_shards, curve_entry, default_warmup_epochs, learning_rate, tta_metrics
 
-MODELS = tuple(models.CIFAR_RESNET_BLOCKS)
 DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
     "digits": {"batch_size": 32, "learning_rate": 0.05, "target_accuracy": 0.95, "max_epochs": 40,
                "weight_decay": 1e-4},
@@ -43,36 +42,9 @@ DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 _RECORD_SHARDS_UP_TO = 5000
 
-SPEC = WorkloadSpec(
-    name="torch_tta",
-    summary=__doc__.split("\n\n")[0],
-    framework="pytorch",
-    kind="tta",
-    module="repro.workloads.torch_tta",
-    models=MODELS,
-    options=(
-        Option("dataset", str, "digits", "digits or cifar10:DIR", pattern=r"digits|cifar10:.+",
-               pattern_help="digits or cifar10:DIR"),
-        Option("model", str, "resnet20", "a CIFAR ResNet", choices=MODELS, setting="model", sweep=True),
-        Option("batch_size", int, None, "per worker (default: the dataset's)", minimum=1, setting="batch_per_worker",
-               sweep=True),
-        Option("learning_rate", float, None, "base rate for one worker", minimum=0, exclusive_minimum=True),
-        Option("momentum", float, 0.9, "SGD momentum", bench=False),
-        Option("weight_decay", float, None, "L2 weight decay", bench=False),
-        Option("warmup_epochs", float, None, "default log2(workers)", minimum=0, bench=False),
-        Option("decay_factor", float, 0.1, "learning-rate factor on a plateau", minimum=0, exclusive_minimum=True,
-               bench=False),
-        Option("plateau_patience", int, 2, "epochs without improvement before decaying", minimum=1, bench=False),
-        Option("target_accuracy", float, None, "validation top-1 to reach", minimum=0, exclusive_minimum=True),
-        Option("max_epochs", int, None, "stop after this many epochs", minimum=1),
-        Option("max_seconds", float, 3600.0, "stop after this much training time", minimum=0, exclusive_minimum=True),
-        Option("validation_fraction", float, 0.2, "digits: share held out", bench=False),
-        Option("split_seed", int, 0, "digits: seed of the hold-out split", bench=False),
-        Option("dist_backend", str, "auto", "torch.distributed backend (auto: nccl on GPUs, gloo on CPUs)",
-               choices=("auto", *_torch.BACKENDS)),
-        *common.COMMON_OPTIONS,
-    ),
-)
+# the tta family's PyTorch program, under the name records and scripts from before the family use
+SPEC = tta.SPEC.program("pytorch").alias("torch_tta")
+MODELS = SPEC.models
 
 
 def build_parser() -> ArgumentParser:

@@ -34,8 +34,12 @@ from typing import Any
 from . import _common as common
 from . import models
 from ._common import WorkloadError, run_main
+from .comm import DIST_BACKEND
 from .data import ArrayData, RecordData, load_cifar10, load_digits, load_imagenet
 from .spec import ArgumentParser, Option, WorkloadSpec
+from .torch_models import CIFAR_RESNET_BLOCKS
+
+TORCH_MODELS = tuple(CIFAR_RESNET_BLOCKS)  # the PyTorch program's CIFAR ResNets
 
 DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
     "digits": {
@@ -123,18 +127,21 @@ def parse_dataset(text: str) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------- the run
 
 
+# The tta family: its options once, one program per framework (torch_tta is its PyTorch program's older name)
 SPEC = WorkloadSpec(
     name="tta",
-    summary=__doc__.split("\n\n")[0],
-    framework="tensorflow",
+    summary="Time to accuracy (MLBench's recipe): synchronous SGD until the held-out top-1 reaches a target.",
     kind="tta",
-    module="repro.workloads.tta",
+    programs={"tensorflow": "repro.workloads.tta", "pytorch": "repro.workloads.torch_tta"},
     models=("digits_cnn", *models.MODELS),
     options=(
         Option("dataset", str, "digits", "digits, cifar10:DIR or imagenet:DIR",
-               pattern=r"digits|(cifar10|imagenet):.+", pattern_help="digits, cifar10:DIR or imagenet:DIR"),
+               pattern=r"digits|(cifar10|imagenet):.+", pattern_help="digits, cifar10:DIR or imagenet:DIR",
+               on={"pytorch": {"help": "digits or cifar10:DIR", "pattern": r"digits|cifar10:.+",
+                               "pattern_help": "digits or cifar10:DIR"}}),
         Option("model", str, None, "default: digits_cnn, resnet20 (cifar10), resnet50 (imagenet)",
-               choices=("digits_cnn", *models.MODELS), setting="model", sweep=True),
+               choices=("digits_cnn", *models.MODELS), setting="model", sweep=True,
+               on={"pytorch": {"default": "resnet20", "help": "a CIFAR ResNet", "choices": TORCH_MODELS}}),
         Option("batch_size", int, None, "per worker (default: the dataset's)", minimum=1, setting="batch_per_worker",
                sweep=True),
         Option("learning_rate", float, None, "base rate for one worker", minimum=0, exclusive_minimum=True),
@@ -149,17 +156,20 @@ SPEC = WorkloadSpec(
         Option("max_seconds", float, 3600.0, "stop after this much training time", minimum=0, exclusive_minimum=True),
         Option("validation_fraction", float, 0.2, "digits: share held out", bench=False),
         Option("split_seed", int, 0, "digits: seed of the hold-out split", bench=False),
-        Option("image_size", int, 224, "imagenet only", minimum=1, bench=False),
-        Option("label_offset", int, 0, "imagenet: subtracted from labels", bench=False),
-        Option("train_examples", int, 0, "imagenet: records (0: count)", minimum=0, bench=False),
+        Option("image_size", int, 224, "imagenet only", minimum=1, bench=False, frameworks=("tensorflow",)),
+        Option("label_offset", int, 0, "imagenet: subtracted from labels", bench=False, frameworks=("tensorflow",)),
+        Option("train_examples", int, 0, "imagenet: records (0: count)", minimum=0, bench=False,
+               frameworks=("tensorflow",)),
+        DIST_BACKEND,
         *common.COMMON_OPTIONS,
     ),
 )
+PROGRAM = SPEC.program("tensorflow")
 
 
 def build_parser() -> ArgumentParser:
     """The workload's flags (None means: the dataset's default), from its SPEC."""
-    return SPEC.parser(common.add_output_argument)
+    return PROGRAM.parser(common.add_output_argument)
 
 
 def resolve_settings(args: Any) -> dict[str, Any]:

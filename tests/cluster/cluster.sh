@@ -143,16 +143,16 @@ write_hosts_files() {
 # Two clusters may start at the same moment (scripts/test.sh runs the SSH cluster and the Slurm cluster on two
 # pytest-xdist workers). What they share on the machine -- sshd's privilege separation directory, the mount
 # point of each host's ~/.ssh, the mount point for each engine's /run/containerd, iproute2's /run/netns -- is
-# created with operations that cannot fail on "exists" (mkdir -p), under one machine-wide lock, and /run/netns
+# created with operations that cannot fail on "exists" (mkdir -p, install -d), under one machine-wide lock, and /run/netns
 # is made a mount point here once (the first `ip netns add` on a machine does that, and two at once race).
 prepare_machine() {
   local probe=repro-init-$$
   mkdir -p /run/lock
   (
     flock -w 120 8 || die "another cluster.sh holds $MACHINE_LOCK for over 120s"
-    mkdir -p -m 755 /run/sshd      # sshd's privilege separation directory
-    mkdir -p -m 700 /root/.ssh     # mount point of each host's own ~/.ssh
-    mkdir -p -m 755 /run/containerd # mount point of each engine's own /run/containerd
+    install -d -m 755 /run/sshd      # sshd's privilege separation directory
+    install -d -m 700 /root/.ssh     # mount point of each host's own ~/.ssh
+    install -d -m 755 /run/containerd # mount point of each engine's own /run/containerd
     if ! mountpoint -q /run/netns 2>/dev/null; then
       ip netns add "$probe" && ip netns delete "$probe"
     fi

@@ -261,7 +261,8 @@ def test_host_runtime_across_hosts_refuses_mismatched_software_then_runs(cluster
     (rec,) = Store(store).records()
     assert rec.status == "ok" and rec.runtime == "host"
     assert sorted(r.host for r in rec.ranks) == ["h1", "h2"]
-    assert set(rec.host_software) == {"h1", "h2"} and rec.host_software["h2"].tensorflow == "2.15.1"
+    assert set(rec.host_software) == {"h1", "h2"}
+    assert rec.host_software["h2"].framework("tensorflow").version == "2.15.1"
 
 
 def test_interleaved_a_b_runs_alternate_across_both_hosts_and_compare_pairs_them(cluster, tmp_path):

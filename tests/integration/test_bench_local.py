@@ -57,7 +57,7 @@ def test_readme_main_job_benchmarks_1_and_2_workers_and_prints_the_scaling_table
     assert sorted((r.status, r.settings.workers, len(r.ranks), r.sweep.repeat) for r in records) == [
         ("ok", 1, 1, 0), ("ok", 1, 1, 1), ("ok", 1, 1, 2), ("ok", 2, 2, 0), ("ok", 2, 2, 1), ("ok", 2, 2, 2)]
     for r in records:
-        assert r.runtime == "host" and r.host_software["localhost"].tensorflow == "2.15.1"
+        assert r.runtime == "host" and r.host_software["localhost"].framework("tensorflow").version == "2.15.1"
         assert all(len(rank.step_times) == 4 and len(rank.warmup_times) == 1 for rank in r.ranks)
         assert r.command[0] == "mpirun" and r.stack.hash == load_stack(STACK).hash
 

@@ -165,10 +165,11 @@ def test_lm_trains_with_fsdp_on_both_nodes_under_slurm(slurm_cluster, torch_stor
     """The transformer workload in the torch image, FSDP2 over gloo across the allocation's two nodes: srun starts
     the ranks, or srun starts one torchrun per node (repro.workloads.torchrun)."""
     before = {r.id for r in Store(torch_store).records()}
-    proc = run_repro("bench", "--stack", "stacks/cpu-torch213-lm.yaml", "--hosts", str(inventory), "--scheduler",
+    proc = run_repro("bench", "--stack", "stacks/cpu-torch213.yaml", "--workload", "lm", "--model", "tiny",
+                     "--hosts", str(inventory), "--scheduler",
                      "slurm", "--store", str(torch_store), "--runtime", "charliecloud", "--launcher", launcher,
                      "--workers", "2", "--parallelism", "fsdp", "--seq-len", "32", "--batch-size", "2",
-                     "--warmup-steps", "1", "--steps", "3", timeout=1800)
+                     "--warmup-steps", "1", "--steps", "3", "--repeats", "1", timeout=1800)
     (rec,) = [r for r in Store(torch_store).records() if r.id not in before]
     assert rec.status == "ok", (rec.failure, proc.stderr[-3000:])
     assert sorted(r.host for r in rec.ranks) == rec.batch.nodes == ["h1", "h2"]

@@ -78,10 +78,10 @@ def test_compare_plot_is_a_real_png(store, tmp_path):
 
 
 def test_fail_on_regression_gates_on_measured_runs(store):
-    # XLA against itself: never a regression, so the gate passes.
+    # XLA against itself is no comparison: refused as bad input (issue 41), whatever the gate.
     same = repro("compare", "stacks/cpu-tf215-xla.yaml", "stacks/cpu-tf215-xla.yaml", "--store", str(store),
-                 "--fail-on-regression")
-    assert same.returncode == 0
+                 "--fail-on-regression", check=False)
+    assert same.returncode == 2 and "OLD and NEW are the same runs" in same.stderr
 
 
 # The known difference: two stacks that differ only in the probe's items per step (batch 32 and 64) at the same

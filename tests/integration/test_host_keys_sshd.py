@@ -9,6 +9,7 @@ unreachable with "Host key verification failed", never a prompt, never a connect
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -225,14 +226,24 @@ def test_given_to_ansible_unchecked_no_variant_makes_it_trust_the_key(server, tm
     outcome = run_playbook(run, tmp_path / "out", timeout=240)
     assert time.monotonic() - started < 240
     assert set(outcome.hosts) == set(variants), outcome.output_tail(40)
+    transient = []  # many connections at once to one sshd: a loaded machine can break one before the key exchange
     for name, host in outcome.hosts.items():
         assert host.unreachable or host.failure is not None, (name, host)
         message = host.failure.message if host.failure else ""
         assert host.facts is None and host.ok == 0, (name, message)
         if name != "paramiko":
+            if "Host key verification failed" not in message and re.search(r"Broken pipe|Connection reset", message):
+                transient.append(name)
+                continue
             assert "Host key verification failed" in message, (name, message)
         else:
             assert "authenticity" in message.lower() or "host key" in message.lower(), message
+    for name in transient:  # each again, alone: then the refusal must be the host key's
+        inv = _inventory(server, tmp_path / f"hosts-{name}.yml", {name: variants[name]})
+        again = run_playbook(PlaybookRun("facts.yml", str(inv), known_hosts=(str(server.empty),)),
+                             tmp_path / f"out-{name}", timeout=120).hosts[name]
+        message = again.failure.message if again.failure else ""
+        assert again.facts is None and again.ok == 0 and "Host key verification failed" in message, (name, message)
 
 
 def test_with_the_key_known_ansible_reaches_the_host(server, tmp_path):

@@ -79,7 +79,10 @@ LM_SMALL = ["--seq-len", "32", "--batch-size", "2", "--warmup-steps", "1", "--st
 def test_lm_runs_across_both_hosts_in_the_torch_image(torch_store, cluster, parallelism):
     """The transformer workload in worker containers on h1 and h2, gloo between them (FSDP2's collectives too)."""
     before = {r.id for r in Store(torch_store).records()}
-    run_repro("bench", "--stack", "stacks/cpu-torch213-lm.yaml", "--hosts", str(cluster.inventory), "--runtime",
+    # the torch stack the module's image was built and locked for (the lm stack pins the same software but has a
+    # stack hash, and so a lock, of its own)
+    run_repro("bench", "--stack", "stacks/cpu-torch213.yaml", "--workload", "lm", "--model", "tiny",
+              "--hosts", str(cluster.inventory), "--runtime",
               "docker", "--workers", "2", "--parallelism", parallelism, *LM_SMALL, "--store", str(torch_store),
               timeout=900)
     (rec,) = [r for r in Store(torch_store).records() if r.id not in before]

@@ -32,6 +32,7 @@ SLOW_FACTS = """\
     - name: Sleep on the host
       ansible.builtin.command: sleep 40
       changed_when: false
+      check_mode: false  # --check-only runs the playbook in check mode, which skips a command otherwise
 """
 
 
@@ -123,9 +124,14 @@ def test_kill_9_of_prepare_leaves_no_process_and_the_next_start_no_scratch(serve
         assert _wait_for(lambda: repro.poll() is not None or any(
             "ssh" in _cmdline(p).split(" ", 1)[0] for p in _descendants(repro.pid)), 90) and repro.poll() is None, \
             f"ansible-playbook never reached the host: {log.read_text(errors='replace')[-3000:]}"
+        # a loaded machine can take a while between the first ssh and a stable process tree: look again until
+        # ansible-playbook is seen (or 30 s)
+        _wait_for(lambda: any("ansible-playbook" in _cmdline(p) for p in _descendants(repro.pid)), 30)
         time.sleep(1.0)
         started = _descendants(repro.pid)
-        assert any("ansible-playbook" in _cmdline(p) for p in started), [_cmdline(p) for p in started]
+        assert repro.poll() is None and any("ansible-playbook" in _cmdline(p) for p in started), (
+            f"repro exit {repro.poll()}, its processes {[_cmdline(p) for p in started]}\n"
+            f"{log.read_text(errors='replace')[-3000:]}")
         scratch = _scratch(repro.pid)
         assert any(p.name.startswith("repro-ansible-") for p in scratch), scratch
         repro.send_signal(signal.SIGKILL)

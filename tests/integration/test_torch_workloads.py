@@ -22,6 +22,7 @@ from repro.hosts.inventory import Host, Inventory
 from repro.launch.launchers import LAUNCHERS
 from repro.launch.placement import place
 from repro.workloads import _common as common
+from repro.workloads import framing
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MPIRUN = shutil.which("mpirun")
@@ -42,7 +43,7 @@ def launch(launcher: str, module: str, args: list[str], timeout: int = 300) -> t
     env = {**__import__("os").environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     assert proc.returncode == 0, f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(common.RESULT_PREFIX)]
+    lines = [line for line in framing.joined(proc.stdout).splitlines() if line.startswith(common.RESULT_PREFIX)]
     assert len(lines) == 1, f"expected one result line from rank 0, stdout was:\n{proc.stdout[-2000:]}"
     return json.loads(lines[0][len(common.RESULT_PREFIX):]), proc.stderr
 

@@ -23,6 +23,7 @@ import pytest
 
 from repro.workloads import _common as common
 from repro.workloads import _net as net
+from repro.workloads import framing
 from tests.cluster.fixtures import skip_or_fail
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -73,7 +74,7 @@ def run_workload(
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False)
     seen = before | set(net.local_ipv4_addresses())
     assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    lines = [line for line in framing.joined(proc.stdout).splitlines() if line.strip()]
     result_lines = [line for line in lines if line.startswith(common.RESULT_PREFIX)]
     assert len(result_lines) == 1, f"expected one result line, stdout was:\n{proc.stdout[-2000:]}"
     assert lines == result_lines, f"stdout holds more than the result line:\n{proc.stdout[-2000:]}"

@@ -503,3 +503,81 @@ def inventory_property(case: InventoryCase, path: Path, tally: Tally, *, end_to_
         if "repro_interface" in values:
             assert host.interface == values["repro_interface"]
     return inventory
+
+
+# ---------------------------------------------------------------- store records, site files, probe output (issue 38)
+
+# Shapes that broke a whole command before: nesting deeper than any reader recurses, lists that allocate gigabytes
+# downstream, text that is not UTF-8. Written as JSON text, so a case costs its size once.
+LONE = ['"\\ud800"', '"x\\udc80"', '"\\udfff\\ud800"']
+
+
+@st.composite
+def record_shapes(draw) -> tuple[bool | None, str]:
+    """A JSON value to put at some place of a valid record, and whether no record can hold it (None: junk, not
+    asserted): nested deeper than 64 levels, a list of more than 200,000 items, a lone surrogate."""
+    kind = draw(st.sampled_from(["deep-list", "deep-object", "long-list", "surrogate", "junk"]))
+    depth = draw(st.integers(1, 3000))
+    if kind == "deep-list":
+        return depth > 64, "[" * depth + "]" * depth
+    if kind == "deep-object":
+        return depth > 64, '{"a": ' * depth + "1" + "}" * depth
+    if kind == "long-list":
+        items = draw(st.sampled_from([10, 200_001]))
+        return items > 200_000, "[" + ",".join(["0.1"] * items) + "]"
+    if kind == "surrogate":
+        return True, draw(st.sampled_from(LONE))
+    return None, json.dumps(draw(DOCUMENTS))
+
+
+@st.composite
+def site_files(draw) -> bytes:
+    """A repro.toml: random bytes, a valid one with a hostile value or key, deep nesting, huge numbers."""
+    kind = draw(st.sampled_from(["bytes", "value", "deep", "digits", "header", "key"]))
+    table = draw(st.sampled_from(["site", "kubernetes", "other"]))
+    depth = draw(st.integers(1, 3000))
+    value = draw(st.one_of(st.sampled_from(['"/srv/x"', '""', "1", "true", "[]", "{}", '"\\ud800"', "'a\\b'",
+                                            '"""a\nb"""', "1979-05-27", "inf", "nan", "0x1f", '"\\u0000"']),
+                           st.text(YAML_CHARS, max_size=12)))
+    if kind == "bytes":
+        return draw(st.binary(max_size=400))
+    if kind == "deep":
+        return f"[{table}]\nx = {'[' * depth}{']' * draw(st.integers(0, depth))}\n".encode()
+    if kind == "digits":
+        return f"[{table}]\nx = {'9' * draw(st.integers(4000, 6000))}\n".encode()
+    if kind == "header":
+        return f"[{'.'.join(['a'] * depth)}]\nx = 1\n".encode()
+    key = draw(st.sampled_from(["store", "playbooks", "stacks", "namespace", "image_pull_secret"])) \
+        if kind == "value" else draw(st.text(YAML_CHARS, min_size=1, max_size=8))
+    return f"[{table}]\n{key} = {value}\n".encode("utf-8", "surrogatepass")
+
+
+GPU_PROBE = json.loads((ROOT / "tests" / "data" / "probes" / "gpu-torch211-cu130.json").read_text())
+PROBE_FIELDS = [*GPU_PROBE, "mpi", "horovod", "horovod_built", "tensorflow", "packages", "torch.version",
+                "torch.cuda", "torch.backends", "torch.error"]
+
+
+@st.composite
+def probe_outputs(draw) -> bytes:
+    """What a (hostile) interpreter prints for the host probe: bytes, JSON of any shape, the real probe's line with
+    one field hostile, deep nesting, text around it."""
+    kind = draw(st.sampled_from(["bytes", "document", "field", "field", "deep", "noise"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=600))
+    if kind == "document":
+        return json.dumps(draw(DOCUMENTS)).encode()
+    if kind == "deep":
+        depth = draw(st.integers(1, 5000))
+        return ('{"torch": ' * depth + "null" + "}" * depth).encode()
+    found = json.loads(json.dumps(GPU_PROBE))
+    where = draw(st.sampled_from(PROBE_FIELDS)).split(".")
+    value = draw(st.one_of(DOCUMENTS, st.sampled_from(["3.12.3\ninjected: true", "x\u2028y: 1", "\x1b[2J", "a" * 5000,
+                                                       "\ud800", "2.11.0+cu130\r\nos: evil", "null", "-1"])))
+    node = found
+    for key in where[:-1]:
+        node = node.setdefault(key, {}) if isinstance(node.get(key, {}), dict) else {}
+    node[where[-1]] = value
+    line = json.dumps(found, ensure_ascii=draw(st.booleans()))
+    if kind == "noise":
+        line = draw(st.text(max_size=40)) + "\n" + line + draw(st.sampled_from(["", "\n", "\n\n", " trailing"]))
+    return line.encode("utf-8", "surrogatepass")

@@ -87,9 +87,10 @@ def test_a_real_probe_of_a_python_without_a_framework_says_so():
     """HOST_PROBE for real, with the interpreter this environment was made from (no TensorFlow, no torch: cheap)."""
     python = getattr(sys, "_base_executable", sys.executable)
     sw = probe_python(python)
-    if sw.tensorflow or sw.torch:
+    if any(part.version for part in sw.frameworks.values()):
         pytest.skip(f"{python} has a framework installed")
-    assert sw.python and sw.python.count(".") == 2 and sw.torch is None and sw.torch_error
+    torch = sw.framework("pytorch")
+    assert sw.python and sw.python.count(".") == 2 and torch.version is None and torch.error
     with pytest.raises(InputError) as exc:
         manifest_from(sw)
-    assert "neither TensorFlow nor PyTorch" in exc.value.message
+    assert "found no framework (tensorflow or pytorch)" in exc.value.message

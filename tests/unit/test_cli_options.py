@@ -105,12 +105,16 @@ def test_results_show_and_rm_print_every_format(capsys, tmp_path, fmt):
 
 
 def test_compare_quiet_prints_the_tables_without_the_preamble(capsys, tmp_path):
-    store, _ = _stored(tmp_path)
-    assert main(["results", "--store", store, "--format", "json"]) == 0
-    name = json.loads(capsys.readouterr().out)[0]["stack_hash"]
-    assert main(["compare", name, name, "--store", store]) == 0
+    from tests.unit.test_reports import ALLREDUCE, load  # a real all-reduce run's record
+
+    record: RunRecord = load(ALLREDUCE)
+    old, new = tmp_path / "old", tmp_path / "new"  # the same run twice, as two runs (OLD = NEW is refused)
+    for folder, rid in ((old, record.id), (new, record.id[:-4] + "beef")):
+        folder.mkdir()
+        (folder / f"{rid}.json").write_text(record.model_copy(update={"id": rid}).model_dump_json())
+    assert main(["compare", str(old), str(new)]) == 0
     loud = capsys.readouterr().out
-    assert main(["compare", name, name, "--store", store, "-q"]) == 0
+    assert main(["compare", str(old), str(new), "-q"]) == 0
     quiet = capsys.readouterr().out
     assert "What changed" in loud and "What changed" not in quiet
     assert "All-reduce" in quiet and len(quiet) < len(loud)

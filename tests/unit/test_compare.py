@@ -16,7 +16,7 @@ import pytest
 
 from repro.cli import main
 from repro.compare import Options, compare
-from repro.errors import ResultsError
+from repro.errors import InputError, ResultsError
 from repro.manifest import load_stack
 from repro.results import stats
 from repro.results.provenance import HostFacts, ImageLock, LockImage, LockSshd, LockStack
@@ -345,7 +345,7 @@ def test_published_figures_give_a_ratio_with_not_enough_data():
 
 def test_a_selector_matching_nothing_names_the_selector_and_the_store(capsys, store):
     put(store, sweep(stack_ref("old"), 100))
-    assert main(["compare", "old", "nosuchstack", "--store", str(store.root)]) == 1
+    assert main(["compare", "old", "nosuchstack", "--store", str(store.root)]) == 2
     err = capsys.readouterr().err
     assert "'nosuchstack' matches no runs in" in err and str(store.root) in err
 
@@ -375,7 +375,7 @@ def test_selectors_by_hash_prefix_directory_and_saved_selection(capsys, store, t
 
 def test_filters_that_keep_nothing_are_an_error(store):
     put(store, sweep(stack_ref("old"), 100))
-    with pytest.raises(ResultsError, match="no run matching --model vgg16"):
+    with pytest.raises(InputError, match="no run matching --model vgg16"):
         select("old", store, Filters(models=("vgg16",)))
 
 

@@ -90,7 +90,9 @@ def test_a_toy_format_is_one_class_plus_one_registration_and_every_command_offer
     assert out.startswith("<table><caption>stack cpu-tf215") and "<th>images/sec</th>" in out
     assert main(["results", "--store", v1, "--format", "html"]) == 0
     assert "<td>20261122T162827Z-eafd67dd</td>" in capsys.readouterr().out
-    assert main(["compare", "cpu-tf215", "cpu-tf215", "--store", v1, "--format", "html"]) == 0
+    runs = Path(v1) / "runs" / "bd779ae04811"  # two 1-worker runs of the stack (OLD = NEW is refused)
+    assert main(["compare", str(runs / "20261122T162827Z-eafd67dd.json"), str(runs / "20261122T163111Z-2ba4a0fd.json"),
+                 "--store", v1, "--format", "html"]) == 0
     assert "<th>NEW/OLD</th>" in capsys.readouterr().out
     from repro.cli import build_parser
 

@@ -28,10 +28,11 @@ def test_every_registered_framework_supplies_every_part(name):
                       "distributions", "version_keys"):
         assert getattr(plugin, attribute), f"{name}: {attribute} is empty"
     # the methods the base leaves unimplemented are the plug-in's own
-    for method in ("derive", "found", "software", "mismatches", "auto_backend", "image_blocks"):
+    for method in ("derive", "software", "image_software", "lock_versions", "mismatches", "auto_backend", "capture",
+                   "image_blocks"):
         assert getattr(type(plugin), method) is not getattr(Framework, method), f"{name} does not implement {method}"
     assert plugin.default_workload in WORKLOADS
-    assert WORKLOADS.get(plugin.default_workload).spec.framework == name
+    assert name in WORKLOADS.get(plugin.default_workload).spec.frameworks
 
 
 def test_a_plugin_lacking_a_part_is_refused_when_registered():
@@ -94,10 +95,11 @@ def toy_workload():
 
 def test_the_kubernetes_policy_is_the_workloads_frameworks_not_its_name(toy_workload):
     point = Settings(workload="plain", workers=1)
-    assert policy_of(point) == "torch"  # the toy framework's policy, though its name has no torch_ prefix
-    assert policy_of(point.model_copy(update={"workload": "torch_cnn"})) == "torch"
-    assert policy_of(point.model_copy(update={"workload": "cnn"})) == "mpi"
-    assert policy_of(point.model_copy(update={"workload": "probe"})) == "mpi"
+    assert policy_of(point, "toyfw") == "torch"  # the toy framework's policy, though its name has no torch_ prefix
+    assert policy_of(point.model_copy(update={"workload": "torch_cnn"}), "pytorch") == "torch"
+    assert policy_of(point.model_copy(update={"workload": "cnn"}), "tensorflow") == "mpi"
+    assert policy_of(point.model_copy(update={"workload": "cnn"}), "pytorch") == "torch"  # the family's program
+    assert policy_of(point.model_copy(update={"workload": "probe"}), "pytorch") == "mpi"
 
 
 def test_results_show_names_the_framework_a_host_was_found_with():

@@ -1,8 +1,10 @@
 """Property: generated hostile input gives a value or a ReproError, never another exception (issue 26).
 
-Four boundaries the manifest and inventory fuzzers do not reach: every command's argument parser (parsing
-only: nothing runs), the Slurm site variables, YAML inventories read without Ansible (inventory_yaml), and
-the store reader (records mutated field by field). Bounded to a few seconds in the suite; REPRO_FUZZ_SCALE
+The boundaries the manifest and inventory fuzzers do not reach: every command's argument parser (parsing
+only: nothing runs), the Slurm site variables, YAML inventories read without Ansible (inventory_yaml), the
+store reader (records mutated field by field, and records nested thousands deep, with lists of 300,000 items
+or lone surrogates: issue 38), the site files (repro.toml) and what a software probe prints (repro capture, the
+host runtime's check). Bounded to a few seconds in the suite; REPRO_FUZZ_SCALE
 multiplies the example counts for a longer run (as bench/fuzz_inputs.py does).
 """
 
@@ -25,7 +27,16 @@ from repro.hosts.inventory_yaml import listing
 from repro.launch.schedulers.slurm_site import FLAGS, site_from
 from repro.results.record import RankResult, RunRecord, Settings, StackRef
 from repro.results.store import Store
-from tests.unit.fuzz_cases import DOCUMENTS, HOSTILE_TEXT, JUNK, fuzz_settings, time_limit
+from tests.unit.fuzz_cases import (
+    DOCUMENTS,
+    HOSTILE_TEXT,
+    JUNK,
+    fuzz_settings,
+    probe_outputs,
+    record_shapes,
+    site_files,
+    time_limit,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -159,5 +170,82 @@ def test_the_store_reader_skips_any_mutated_record_and_keeps_the_others():
             with time_limit():
                 ids = [s.id for s in Store(store.root, warn=lambda text: None).summaries()]
             assert GOOD["id"] in ids
+
+    case()
+
+
+def test_a_record_nested_deep_huge_or_not_utf8_is_skipped_with_its_name_and_the_others_read():
+    @fuzz_settings(40)
+    @given(st.sampled_from([p for p in PATHS if p != ("id",)]), record_shapes())
+    def case(path, drawn):
+        hostile, shape = drawn
+        data = json.loads(json.dumps(GOOD))
+        data["id"] = "20240501T000001Z-00000002"
+        node = data
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = "@SHAPE@"
+        text = json.dumps(data).replace('"@SHAPE@"', shape)
+        warned: list[str] = []
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Store(Path(tmp) / "store", warn=lambda text: None)
+            store.put(RunRecord.model_validate(GOOD))
+            bad = store.runs / GOOD["stack"]["hash"] / "20240501T000001Z-00000002.json"
+            bad.write_text(text)
+            with time_limit():
+                again = Store(store.root, warn=warned.append)
+                summaries = again.summaries()
+                records = again.read_all(summaries)
+            ids = [s.id for s in summaries]
+            assert GOOD["id"] in ids and GOOD["id"] in [r.id for r in records]
+            if hostile:
+                assert "20240501T000001Z-00000002" not in ids
+                assert any(str(bad) in w for w in warned), warned
+
+    case()
+
+
+def test_site_files_give_settings_or_an_error_at_their_line():
+    from repro.launch.schedulers.kube_site import config_settings
+    from repro.resources import read_config
+
+    @fuzz_settings(200)
+    @given(site_files())
+    def case(raw):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "repro.toml"
+            path.write_bytes(raw)
+            for read in (lambda: read_config(path), lambda: config_settings([path])):
+                with time_limit():
+                    try:
+                        read()
+                    except ReproError as exc:
+                        head = exc.message.split(": ", 1)[0]
+                        assert head.startswith(f"{path}:") and head.rsplit(":", 1)[1].isdigit(), exc.message
+
+    case()
+
+
+def test_whatever_a_probe_prints_gives_software_or_a_probe_error_and_no_yaml_from_it():
+    from repro.manifest.capture import manifest_from
+    from repro.manifest.probe_output import ProbeOutputError, software_from_output
+
+    keys = {"description", "os", "driver", "cuda", "mpi", "python", "tensorflow", "pytorch", "horovod", "benchmark"}
+
+    @fuzz_settings(300)
+    @given(probe_outputs())
+    def case(raw):
+        with time_limit():
+            try:
+                sw = software_from_output(raw)
+            except ProbeOutputError as exc:
+                assert str(exc) and "\n" not in str(exc)
+                return
+            try:
+                captured = manifest_from(sw, framework="pytorch" if sw.framework("pytorch").version else None)
+            except ReproError:
+                return
+            written = yaml.safe_load(captured.to_yaml("header"))
+            assert set(written) <= keys and "injected" not in json.dumps(written), written
 
     case()

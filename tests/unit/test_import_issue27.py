@@ -186,7 +186,8 @@ def test_pytorch_ddp_benchmark_rows_are_pytorch_runs_with_backend_and_precision(
     records = imported(REAL / "github-pytorch-ddp-benchmark-readme-8x8gpu.log").records
     assert len(records) == 24
     last = records[5]
-    assert (last.settings.workers, last.settings.hosts, last.settings.backend) == (16, 2, "nccl")
+    assert (last.settings.workers, last.settings.hosts) == (16, 2) and last.settings.backend is None  # not Horovod's
+    assert last.settings.comm.model_dump() == {"library": "torch.distributed", "backend": "nccl"}
     assert last.settings.extra["framework"] == "pytorch" and last.settings.precision == "fp32"
     assert last.reported_images_per_sec == 16 * 306
 

@@ -41,7 +41,8 @@ def _value(record: RunRecord, field: str) -> Any:
               "hosts": s.hosts, "data": s.data, "precision": s.precision, "status": record.status,
               "gpu": record.hardware.gpu if record.hardware else None, "tensorflow": record.software.get("tensorflow"),
               "samples": max((len(r.step_times) for r in record.ranks), default=0)}
-    direct.update({"workload": s.workload, "backend": s.backend, "pytorch": record.software.get("pytorch"),
+    backend = s.comm.backend if s.comm is not None else None  # Horovod's controller or torch.distributed's
+    direct.update({"workload": s.workload, "backend": backend, "pytorch": record.software.get("pytorch"),
                    "nccl": record.software.get("nccl")})
     if field in direct:
         return direct[field]

@@ -27,7 +27,7 @@ GPU = load_stack(ROOT / "stacks" / "tf114-cuda10.yaml")
 
 def plan_of(point, inventory, runtime, **ctx):
     """The plan of `point` on `inventory` (placed), with the launcher its controller needs."""
-    context = PlanContext(launcher=for_backend(point.backend), **ctx)
+    context = PlanContext(launcher=for_backend(point.backend), **{"framework": "tensorflow", **ctx})
     return plan_point(point, place(inventory, point.workers), runtime, context)
 
 

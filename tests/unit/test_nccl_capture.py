@@ -26,20 +26,22 @@ def _point(loaded, **spec):
 
 
 def test_only_gpu_points_whose_workload_talks_through_nccl_use_it():
-    assert uses_nccl(_point(GPU), gpu=True)  # Horovod on GPUs: NCCL's all-reduce
-    assert not uses_nccl(_point(CPU), gpu=False)
-    torch = _point(TORCH_GPU, workload="torch_cnn")
-    assert uses_nccl(torch, gpu=True)  # backend auto: nccl on GPUs
-    gloo = torch.model_copy(update={"extra": {**torch.extra, "dist_backend": "gloo"}})
-    assert not uses_nccl(gloo, gpu=True)
-    assert point_dir(torch, gpu=True, run_id="ab12") == "/tmp/repro-nccl-ab12"
-    assert point_dir(gloo, gpu=True, run_id="ab12") is None
+    assert uses_nccl(_point(GPU), gpu=True, framework="tensorflow")  # Horovod on GPUs: NCCL's all-reduce
+    assert not uses_nccl(_point(CPU), gpu=False, framework="tensorflow")
+    for name in ("torch_cnn", "cnn"):  # the alias and the family's PyTorch program alike
+        torch = _point(TORCH_GPU, workload=name)
+        assert uses_nccl(torch, gpu=True, framework="pytorch")  # backend auto: nccl on GPUs
+        gloo = torch.model_copy(update={"extra": {**torch.extra, "dist_backend": "gloo"}})
+        assert not uses_nccl(gloo, gpu=True, framework="pytorch")
+        assert point_dir(torch, gpu=True, run_id="ab12", framework="pytorch") == "/tmp/repro-nccl-ab12"
+        assert point_dir(gloo, gpu=True, run_id="ab12", framework="pytorch") is None
+    assert not uses_nccl(_point(GPU, workload="probe"), gpu=True, framework="tensorflow")  # no framework: no NCCL
 
 
 def test_a_gpu_docker_plan_binds_each_hosts_directory_and_sets_nccls_file():
     p = _point(GPU)
     plan = plan_of(p, cluster(), "docker", stack_env={}, gpu=True, run_id="r1", image="img",
-                   nccl_dir=point_dir(p, gpu=True, run_id="r1"))
+                   nccl_dir=point_dir(p, gpu=True, run_id="r1", framework="tensorflow"))
     assert plan.env["NCCL_DEBUG_FILE"] == "/tmp/repro-nccl-r1/nccl.%h.%p.log"
     assert plan.env["NCCL_DEBUG"] == "INFO" and plan.env["NCCL_DEBUG_SUBSYS"] == "INIT,NET,GRAPH,ENV"
     for c in plan.containers:  # hosts on one machine share /tmp: each container its own host directory
@@ -51,7 +53,7 @@ def test_a_gpu_docker_plan_binds_each_hosts_directory_and_sets_nccls_file():
 def test_a_cpu_plan_has_no_nccl_variables_and_the_stacks_own_nccl_debug_yields():
     p = _point(CPU)
     plan = plan_of(p, cluster(), "host", stack_env={}, gpu=False, run_id="r1",
-                   nccl_dir=point_dir(p, gpu=False, run_id="r1"))
+                   nccl_dir=point_dir(p, gpu=False, run_id="r1", framework="tensorflow"))
     assert not NCCL_VARS & set(plan.env) and plan.nccl_dir is None
     gpu = plan_of(_point(GPU), cluster(), "host", stack_env={"NCCL_DEBUG": "WARN"}, gpu=True, run_id="r1",
                   nccl_dir="/tmp/repro-nccl-r1")

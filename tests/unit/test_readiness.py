@@ -362,7 +362,7 @@ def test_readiness_checks_what_the_chosen_runtime_needs():
     checks = by_name(host, "localhost")
     assert "docker" not in checks and checks["software"].status == OK and "2.15.1" in checks["software"].message
     assert not evaluate(local, CPU, runtime="docker").ok  # the docker runtime needs the engine
-    old_tf = good.model_copy(update={"tensorflow": "2.12.1"})
+    old_tf = Software.model_validate({**good.model_dump(), "frameworks": {"tensorflow": {"version": "2.12.1"}}})
     bad = by_name(evaluate(local, CPU, runtime="host", software={"localhost": old_tf}), "localhost")["software"]
     assert bad.status == FAIL and "tensorflow" in bad.message and "2.15.1" in bad.message
     gone = evaluate(local, CPU, runtime="host", software={"localhost": "cannot run python3"})

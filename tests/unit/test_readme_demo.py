@@ -1,16 +1,17 @@
 """The README's quick-start sample is what scripts/demo.sh's job prints: written by scripts/readme-sample.sh between
-markers, with the columns the scaling table has now and the runs the demo makes."""
+markers; the job compares two stacks interleaved until a verdict, and ends with the verdict and the
+`repro compare` line that prints it again."""
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
-from repro.compare.kinds.throughput.sweep import scaling_document
-from repro.results import metrics
-from tests.unit import real_steps
+from repro.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
+DEMO = (ROOT / "scripts" / "demo.sh").read_text(encoding="utf-8")
 
 
 def _block() -> list[str]:
@@ -21,18 +22,27 @@ def _block() -> list[str]:
     return m.group(1).splitlines()
 
 
-def test_the_readme_sample_has_the_scaling_tables_columns_and_the_demos_runs():
+def test_the_demo_compares_two_stacks_interleaved_until_a_verdict():
+    bench = re.search(r"^repro bench (.*?)\"\$@\"$", DEMO.replace("\\\n", " "), re.M | re.S)
+    assert bench, "scripts/demo.sh has no `repro bench ...` line"
+    line = bench.group(1).replace('"stacks/$old.yaml"', "stacks/cpu-tf215.yaml").replace(
+        '"stacks/$new.yaml"', "stacks/cpu-tf215-xla.yaml")
+    args = build_parser().parse_args(["bench", *shlex.split(line)])
+    assert len(args.stack) == 2 and args.until_verdict and args.max_pairs
+    from repro.manifest import load_stack
+
+    pairs = re.findall(r"old=(\S+) new=(\S+)", DEMO)
+    assert len(pairs) == 2  # TensorFlow's and PyTorch's
+    for old, new in pairs:  # each pair exists and differs (interleaving a stack with itself is refused)
+        assert load_stack(ROOT / "stacks" / f"{old}.yaml").hash != load_stack(ROOT / "stacks" / f"{new}.yaml").hash
+
+
+def test_the_readme_sample_ends_with_the_verdict_and_the_compare_line():
     lines = _block()
-    header = next(line for line in lines if line.startswith("workers"))
-    columns = re.split(r"\s{2,}", header.strip())
-    records = [real_steps.record(r, "cpu", n=i) for i, r in enumerate(real_steps.runs(1)[:2])]
-    (table,) = scaling_document(metrics.scaling(metrics.points(records))).tables
-    known = {*table.headers, "hosts", "±", "across-node eff", "failed", "notes"}
-    assert set(columns) <= known and columns[0] == "workers", columns
-    demo = (ROOT / "scripts" / "demo.sh").read_text(encoding="utf-8")
-    repeats = re.search(r"--repeats (\d+)", demo)
-    assert repeats and int(repeats.group(1)) >= 2  # a verdict needs 2 runs a side
-    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[lines.index(header) + 2:]
-            if re.match(r"\s+\d", line)]
-    assert [r[0] for r in rows] == ["1", "2"]  # the demo's --workers 1,2
-    assert all(r[columns.index("runs")] == repeats.group(1) for r in rows)
+    assert re.match(r"verdict: (\S+ is \d+\.\d\dx (faster|slower) than \S+|\S+ and \S+ are equivalent|undecided)",
+                    lines[0]), lines[0]
+    assert any(line.startswith("time to verdict: ") for line in lines)
+    compare = lines[-1].split(": ", 1)[-1]
+    assert compare.startswith("repro compare stacks/cpu-tf215.yaml stacks/cpu-tf215-xla.yaml"), lines[-1]
+    args = build_parser().parse_args(shlex.split(compare)[1:])
+    assert args.store is None  # the sample names no temporary store

@@ -35,16 +35,29 @@ def real_shifts() -> np.ndarray:
 SHIFTS = real_shifts()
 
 
-def simulate(rng: np.random.Generator, speedup: float, rule: sequential.Rule) -> sequential.Decision:
-    """One interleaved sweep that stops at the rule's first verdict (or its budget)."""
+def covariates(rng: np.random.Generator, shift: np.ndarray, rho: float) -> np.ndarray:
+    """Each run's recorded other work (cores, about 0.5 apart), correlated -rho with its shift: more other work,
+    a slower run. The shift stays the fixture's real one; the covariate is a noisy measurement of what caused it."""
+    z = shift / SHIFTS.std(ddof=1)
+    return 1.0 + 0.5 * (-rho * z + math.sqrt(1.0 - rho * rho) * rng.standard_normal(shift.shape))
+
+
+def simulate(rng: np.random.Generator, speedup: float, rule: sequential.Rule,
+             rho: float | None = None) -> sequential.Decision:
+    """One interleaved sweep that stops at the rule's first verdict (or its budget); with `rho`, each run also
+    records its other work (`covariates`) and the rule adjusts on it."""
     n = rule.max_pairs
     shift = rng.choice(SHIFTS, size=(n, 2)) + rng.normal(0.0, 0.005, (n, 2))
+    x = None
+    if rho is not None:
+        c = covariates(rng, shift, rho)
+        x = c[:, 1] - c[:, 0]
     when = np.arange(2 * n).reshape(n, 2) * DRIFT_PER_RUN  # the machine slows down as the sweep goes on
     a_first = np.arange(n) % 2 == 0
     drift_a, drift_b = np.where(a_first, when[:, 0], when[:, 1]), np.where(a_first, when[:, 1], when[:, 0])
     d = (shift[:, 1] - drift_b + math.log(speedup)) - (shift[:, 0] - drift_a)
     for k in range(1, n + 1):
-        decision = sequential.decide(d[:k], rule, final=k == n)
+        decision = sequential.decide(d[:k], rule, final=k == n, covariate=None if x is None else x[:k])
         if decision.verdict != sequential.CONTINUE:
             return decision
     raise AssertionError("the last look always decides or gives up")
@@ -119,3 +132,35 @@ def test_the_trimmed_rule_sets_aside_the_tails_and_the_plain_rule_is_the_paired_
     assert se < plain[1] / 5  # the bursts no longer set the interval's width
     with pytest.raises(ValueError):
         sequential.Rule(trim=0.5)
+
+
+def test_adjusting_on_the_recorded_other_work_recovers_the_ratio_at_equal_conditions():
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.0, 0.7, 30)  # B's run had this many more cores of other work than A's
+    d = math.log(1.05) - 0.15 * x + rng.normal(0.0, 0.02, 30)  # 15% slower per core of other work
+    centre, se, df = sequential.adjusted(d, x)
+    assert centre == pytest.approx(math.log(1.05), abs=0.015) and df == 28
+    plain = sequential.trimmed(d, 0.0)
+    assert se < plain[1] / 3  # the interference the conditions recorded no longer sets the width
+    assert sequential.adjusted(d, np.zeros(30))[2] == 29  # nothing to adjust on: the plain paired t
+    with pytest.raises(ValueError):
+        sequential.decide(d, sequential.Rule(max_pairs=40), covariate=x[:5])
+
+
+def test_a_a_sweeps_adjusted_on_a_covariate_are_called_faster_or_slower_at_most_5_percent_of_the_time():
+    rng = np.random.default_rng(31)
+    rule = sequential.Rule(max_pairs=40)
+    verdicts = Counter(simulate(rng, 1.0, rule, rho=0.7).verdict for _ in range(1000))
+    false = sum(verdicts[v] for v in DECIDED) / 1000
+    print(f"\nA/A adjusted (rho 0.7), 1000 sweeps of up to 40 pairs: {dict(verdicts)}; false {false:.1%}")
+    assert false <= 0.05, verdicts
+
+
+def test_a_covariate_that_explains_half_the_noise_finds_a_5_percent_speedup_in_fewer_pairs():
+    rule = sequential.Rule(max_pairs=100)
+    plain = [simulate(np.random.default_rng(100 + i), 1.05, rule) for i in range(150)]
+    adjusted = [simulate(np.random.default_rng(100 + i), 1.05, rule, rho=0.7) for i in range(150)]
+    found = [sum(d.verdict == sequential.FASTER for d in ds) / 150 for ds in (plain, adjusted)]
+    pairs = [float(np.mean([d.pairs for d in ds])) for ds in (plain, adjusted)]
+    print(f"\n5% faster: found {found[0]:.0%} in {pairs[0]:.1f} pairs plain, {found[1]:.0%} in {pairs[1]:.1f} adjusted")
+    assert found[1] >= found[0] and pairs[1] < 0.85 * pairs[0]

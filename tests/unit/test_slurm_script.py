@@ -64,7 +64,9 @@ def batch_plan(runtime: str, launcher: str, *, workers: int = 2, inventory: Inve
                       gpu=loaded.stack.gpu, image=TAG, ssh_port=loaded.stack.container.ssh_port,
                       python="python3" if runtime != "host" else None, launcher=launcher,
                       infiniband=any(h.vars.get("repro_infiniband") for h in inventory.hosts),
-                      nccl_dir=point_dir(point, gpu=loaded.stack.gpu, run_id="0123abcd"))  # as repro bench
+                      nccl_dir=point_dir(point, gpu=loaded.stack.gpu, run_id="0123abcd",
+                                         framework=loaded.stack.framework),
+                      framework=loaded.stack.framework)  # as repro bench
     return slurm.plan(point, place(inventory, workers), runtime, ctx)
 
 

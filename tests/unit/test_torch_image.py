@@ -117,7 +117,7 @@ def test_the_image_probe_of_a_torch_image_verifies_and_locks_its_versions():
     assert verify.mismatches(stack("cpu-torch213"), verify.ImageProbe.from_json(found)) == []
     versions = verify.found_versions(found)
     assert versions["torch"] == "2.13.0+cpu" and versions["torch_cuda"] is None
-    assert verify.software(found).torch_backends == {"gloo": True, "mpi": False, "nccl": False}
+    assert verify.software(found).framework("pytorch").build["backends"] == {"gloo": True, "mpi": False, "nccl": False}
     assert versions["torch_backends"] == "gloo"
 
 

@@ -12,8 +12,9 @@ from repro.hosts.inventory import Host, Inventory
 from repro.launch.launchers import LAUNCHERS, Allocation, SshOptions
 from repro.launch.placement import place
 from repro.launch.points import SweepSpec, expand
+from repro.launch.workloads import program
 from repro.manifest import load_stack
-from repro.pipeline.sweep_plan import check_framework, runtime_backend
+from repro.pipeline.sweep_plan import runtime_backend
 from repro.workloads import WorkloadError
 from repro.workloads._torch import rank_environment, slurm_local_size
 from repro.workloads.catalog import spec_of
@@ -21,6 +22,7 @@ from repro.workloads.torchrun import batch_options
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = load_stack(ROOT / "stacks" / "cpu-tf215.yaml")
+TORCH = load_stack(ROOT / "stacks" / "cpu-torch213.yaml")
 COMMAND = ["python3", "-m", "repro.workloads.torch_cnn", "--model", "resnet20"]
 
 
@@ -31,11 +33,33 @@ def cluster(slots: int = 2, hosts: int = 2) -> Inventory:
 # --------------------------------------------------------------------------- specs and the framework guard
 
 
-def test_every_workload_says_which_framework_it_needs():
-    assert {n: spec_of(n).framework for n in ("cnn", "allreduce", "tta", "tf_cnn_benchmarks")} == dict.fromkeys(
-        ("cnn", "allreduce", "tta", "tf_cnn_benchmarks"), "tensorflow")
-    assert {n: spec_of(n).framework for n in ("torch_cnn", "torch_allreduce", "torch_tta")} == dict.fromkeys(
-        ("torch_cnn", "torch_allreduce", "torch_tta"), "pytorch")
+def test_every_workload_says_which_frameworks_it_runs_on():
+    families = ("cnn", "allreduce", "tta")
+    assert {n: spec_of(n).frameworks for n in families} == dict.fromkeys(families, ("tensorflow", "pytorch"))
+    assert spec_of("tf_cnn_benchmarks").frameworks == ("tensorflow",) and spec_of("probe").frameworks == ()
+    aliases = ("torch_cnn", "torch_allreduce", "torch_tta")
+    assert {n: spec_of(n).frameworks for n in aliases} == dict.fromkeys(aliases, ("pytorch",))
+    # an alias is its family's PyTorch program under the older name: the same options, module and models
+    for family, alias in zip(families, aliases, strict=True):
+        program = spec_of(family).program("pytorch")
+        assert spec_of(alias).family == family and spec_of(alias).options == program.options
+        assert (spec_of(alias).module, spec_of(alias).models) == (program.module, program.models)
+    # a program takes only its framework's options: Horovod's knobs are the TensorFlow program's, dist_backend not
+    tf, torch = spec_of("allreduce").program("tensorflow"), spec_of("allreduce").program("pytorch")
+    assert {"cycle_time_ms", "raw"} <= {o.name for o in tf.options} and "dist_backend" not in tf.argv([])
+    assert "raw" not in {o.name for o in torch.options} and torch.option("iterations").default == 100
+    with pytest.raises(KeyError, match="runs on tensorflow or pytorch, not toyfw"):
+        spec_of("cnn").program("toyfw")
+
+
+def test_cnn_on_a_pytorch_stack_plans_the_pytorch_program_and_torch_cnn_still_works():
+    for name in ("cnn", "torch_cnn"):
+        point = expand(SweepSpec(workload=name, workers=(1,)), TORCH.stack)[0]
+        assert point.workload == name  # records keep the name asked for
+        argv = program(name, "pytorch").command(point, "python3")
+        assert argv[:3] == ["python3", "-m", "repro.workloads.torch_cnn"] and "--model" in argv
+    tf_point = expand(SweepSpec(workload="cnn", workers=(1,)), CPU.stack)[0]
+    assert program("cnn", "tensorflow").command(tf_point, "python3")[2] == "repro.workloads.cnn"
 
 
 def test_torch_workloads_offer_the_agreed_models_and_comparison_kinds():
@@ -50,14 +74,14 @@ def test_torch_workloads_offer_the_agreed_models_and_comparison_kinds():
 
 def test_a_pytorch_workload_on_a_tensorflow_stack_is_refused_naming_both():
     with pytest.raises(InputError, match="torch_cnn runs on pytorch, but stack cpu-tf215 pins tensorflow") as caught:
-        check_framework(CPU, "torch_cnn")
+        expand(SweepSpec(workload="torch_cnn", workers=(1,)), CPU.stack)
     assert "cnn" in (caught.value.hint or "")
-    check_framework(CPU, "cnn")  # the stack's own framework passes
+    assert expand(SweepSpec(workload="cnn", workers=(1,)), CPU.stack)  # the stack's own framework passes
 
 
 def test_torch_points_carry_no_horovod_controller_and_no_duplicates():
     points = expand(SweepSpec(workload="torch_cnn", workers=(1, 2), backends=("mpi", "gloo"), models=("resnet20",),
-                              precisions=("bf16",)), CPU.stack)
+                              precisions=("bf16",)), TORCH.stack)
     assert [(p.workers, p.backend, p.precision) for p in points] == [(1, None, "bf16"), (2, None, "bf16")]
 
 
@@ -65,16 +89,17 @@ def test_backends_given_to_a_torch_workload_is_refused_naming_dist_backend():
     # `--backends mpi` with torch_allreduce used to run gloo silently (Horovod's controllers mean nothing to it)
     spec = SweepSpec(workload="torch_allreduce", backends=("mpi",), backends_given=True)
     with pytest.raises(InputError, match="torch_allreduce does not use") as refused:
-        expand(spec, CPU.stack)
+        expand(spec, TORCH.stack)
     assert "--dist-backend gloo, nccl or mpi" in (refused.value.hint or "")
 
 
 def test_the_hosts_are_checked_for_the_torch_backend_a_torch_point_uses_not_horovods_controller():
     spec = SweepSpec(workload="torch_allreduce", backends=("mpi",), extra={"dist_backend": "gloo"})
-    (point,) = expand(spec, CPU.stack)
-    assert runtime_backend(point, spec, CPU) == "gloo"
-    auto = SweepSpec(workload="torch_cnn")
-    assert runtime_backend(expand(auto, CPU.stack)[0], auto, CPU) == "gloo"  # auto on a CPU stack
+    (point,) = expand(spec, TORCH.stack)
+    assert runtime_backend(point, spec, TORCH) == "gloo"
+    for name in ("torch_cnn", "cnn"):
+        auto = SweepSpec(workload=name)
+        assert runtime_backend(expand(auto, TORCH.stack)[0], auto, TORCH) == "gloo"  # auto on a CPU stack
     horovod = SweepSpec(workload="cnn", backends=("mpi",))
     assert runtime_backend(expand(horovod, CPU.stack)[0], horovod, CPU) == "mpi"
 

@@ -84,8 +84,18 @@ def test_a_stack_with_both_frameworks_names_both_lines(tmp_path):
 
 
 def test_a_tensorflow_workload_on_a_torch_stack_is_refused_at_the_workload(tmp_path):
-    (line,) = refused(stack_file(tmp_path, CPU + 'pytorch: {version: "2.13.0"}\nbenchmark: {workload: cnn}\n'))
+    text = CPU + 'pytorch: {version: "2.13.0"}\nbenchmark: {workload: tf_cnn_benchmarks}\n'
+    (line,) = refused(stack_file(tmp_path, text))
     assert "s.yaml:5:" in line and "benchmark.workload" in line and "runs on tensorflow" in line
+
+
+def test_a_family_workload_on_a_torch_stack_takes_its_pytorch_programs_models(tmp_path):
+    stack = load_stack(stack_file(tmp_path, CPU + 'pytorch: {version: "2.13.0"}\nbenchmark: {workload: cnn, '
+                                  'model: resnet20}\n')).stack
+    assert stack.benchmark.workload == "cnn"
+    (line,) = refused(stack_file(tmp_path, CPU + 'pytorch: {version: "2.13.0"}\nbenchmark: {workload: cnn, '
+                                 'model: resnet152}\n'))  # TensorFlow's cnn has it, the PyTorch program not
+    assert "benchmark.model" in line and "on pytorch has no model resnet152" in line
 
 
 def test_a_torch_stack_defaults_to_the_torch_cnn_workload(tmp_path):
@@ -211,7 +221,8 @@ def test_a_host_without_torch_says_why():
 
 def test_the_gpu_host_probe_gives_dotted_versions():
     sw = probe("2.11.0+cu130", "13.0", cudnn=91701, nccl=[2, 27, 7])
-    assert (sw.torch_cuda, sw.torch_cudnn, sw.torch_nccl) == ("13.0", "9.17.1", "2.27.7")
+    build = sw.framework("pytorch").build
+    assert (build["cuda"], build["cudnn"], build["nccl"]) == ("13.0", "9.17.1", "2.27.7")
     stack = load_stack(STACKS / "torch211-cuda130.yaml").stack
     assert mismatches(stack, sw.model_copy(update={"python": "3.12.3", "mpi": "openmpi 4.1.6"}), where="host") == []
 

@@ -12,7 +12,7 @@ import pytest
 from repro.cli import build_parser, main
 from repro.launch.runtimes import Outcome, RuntimeReport
 from repro.launch.schedulers import SCHEDULERS, Scheduler, SiteOption
-from repro.results.record import BatchJob
+from repro.results.record import SCHEMA_VERSION, BatchJob
 from repro.results.store import Store
 from tests.unit.test_extensions import STACK, local, toys  # noqa: F401 - toys is a fixture used below
 
@@ -72,7 +72,7 @@ def test_a_toy_schedulers_option_and_job_reach_the_cli_the_record_and_its_render
     capsys.readouterr()
     assert main(["results", "--store", str(store), "show", rec.id, "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert shown["schema_version"] == 3
+    assert shown["schema_version"] == SCHEMA_VERSION
     assert shown["batch"] == {"scheduler": "queue", "id": "fast.1", "nodes": ["localhost"], "state": "DONE",
                               "script": rec.batch.script, "detail": {"queue": "fast"}}
 

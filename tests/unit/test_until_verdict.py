@@ -3,14 +3,17 @@ run says which stack each command is and in which order they run, and its report
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from repro.cli import main
 from repro.cli.bench_cmds import duration, verdict_lines
-from repro.pipeline.verdict import PairEvidence, VerdictResult, pair_order
+from repro.pipeline.verdict import PairEvidence, VerdictResult, _decide, pair_order
+from repro.results import conditions as cond
 from repro.results import sequential
 from tests.unit import real_steps
 
@@ -104,3 +107,30 @@ def test_the_report_says_the_time_to_verdict_and_lists_every_pair_failed_ones_in
     assert "time to verdict: 3 pair(s) (1 incomplete), wall time 10.0 min, benchmark time 7.0 min" in text
     assert "pair 2: aa-two aa-two-1 then aa-one aa-one-1: incomplete: aa-two failed: host h1 stopped answering" in text
     assert len(result.records) == 6 and result.failed_pairs == 1
+
+
+def _with_other_work(record, cores: float):
+    samples = [cond.HostSample(phase=p, t=0.0, seconds=0.5, others=cores) for p in ("before", "after")]
+    return record.model_copy(update={"conditions": cond.Conditions(
+        hosts={"localhost": cond.HostConditions(cpus=2, samples=samples)})})
+
+
+def test_the_verdict_adjusts_on_the_other_work_around_each_run_when_every_pair_recorded_it():
+    run = real_steps.runs()[0]
+    rng = np.random.default_rng(4)
+    x = rng.normal(0.0, 0.6, 20)  # B's run had x more cores of other work around it than A's
+    evidence = []
+    for i, xi in enumerate(x):  # B is 5% faster at equal conditions, 20% slower per core of other work
+        ratio = 1.05 * math.exp(-0.2 * xi + rng.normal(0.0, 0.01))
+        old = _with_other_work(real_steps.record(run, "a", n=i), 1.0)
+        new = _with_other_work(real_steps.record(run, "b", n=i), 1.0 + xi)
+        evidence.append(PairEvidence(i + 1, "A", old, new, ratio))
+    rule = sequential.Rule(max_pairs=40)
+    adjusted = _decide(evidence, rule, final=False)
+    assert adjusted.verdict == sequential.FASTER and abs(adjusted.ratio - 1.05) < 0.01
+    plain = _decide(evidence, sequential.Rule(max_pairs=40, adjust=False), final=False)
+    assert plain.high - plain.low > 5 * (adjusted.high - adjusted.low)
+    bare = [*evidence[:-1], PairEvidence(20, "B", real_steps.record(run, "a", n=99), evidence[-1].new,
+                                         evidence[-1].ratio)]  # one run without conditions: no adjustment
+    assert _decide(bare, rule, final=False).high - _decide(bare, rule, final=False).low == pytest.approx(
+        plain.high - plain.low, rel=0.2)

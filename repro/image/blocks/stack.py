@@ -8,7 +8,7 @@ distribution while they are made. The same function makes the Docker and the App
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hpccm.building_blocks import apt_get, mlnx_ofed, mvapich2, openmpi, python, ucx
 from hpccm.primitives import baseimage
@@ -16,6 +16,7 @@ from hpccm.primitives import baseimage
 from repro.image.blocks import formats, own, safe
 from repro.manifest import frameworks
 from repro.manifest.compat import table
+from repro.manifest.frameworks import ImageNeeds
 from repro.manifest.schema import Stack
 from repro.manifest.versions import major_minor, parse_version
 
@@ -132,9 +133,7 @@ class _Plan:
     compiles: bool  # Horovod from source: headers of Python and MPI, compilers
     distro_mpi: bool
     hvd_wheel: str | None
-    tf_source: bool
-    torch_wheel: str | None = None  # the stack's PyTorch wheel in the wheelhouse
-    torch_debian: bool = False  # PyTorch from Debian's python3-torch (the venv sees the system's packages)
+    framework: ImageNeeds = field(default_factory=ImageNeeds)  # what the framework's block needs of the rest
 
 
 def _plan(s: Stack, o: RenderOptions) -> _Plan:
@@ -144,19 +143,16 @@ def _plan(s: Stack, o: RenderOptions) -> _Plan:
                      None)
     distro_mpi = (not s.gpu and s.mpi.implementation == "openmpi"
                   and distro_packages(s).get("openmpi") == s.mpi.version)
-    torch_debian = s.pytorch is not None and s.pytorch.source == "debian"
-    torch_wheel = next((w for w in o.wheels if torch_wheel_matches(w, s)), None) if not torch_debian else None
     return _Plan(py2=s.python.startswith("2"), python_in_distro=major_minor(s.python) in pythons,
                  compiles=s.horovod is not None and hvd_wheel is None, distro_mpi=distro_mpi, hvd_wheel=hvd_wheel,
-                 tf_source=s.tensorflow is not None and s.tensorflow.build == "source", torch_wheel=torch_wheel,
-                 torch_debian=torch_debian)
+                 framework=frameworks.of(s).image_needs(s, o))
 
 
 def _os_packages(s: Stack, o: RenderOptions, p: _Plan) -> list[str]:
     """Every distribution package repro's own blocks need, plus the stack's, for one layer."""
     wanted = {"ca-certificates", *SSHD_APT}
-    tf_pin = s.tensorflow is not None and tf_benchmarks_pin(s.tensorflow.version)
-    if tf_pin or (s.gpu and s.ofed and (o.ofed_url or o.ofed_mirror)):
+    wanted.update(p.framework.os_packages)
+    if s.gpu and s.ofed and (o.ofed_url or o.ofed_mirror):
         wanted.add("wget")  # repro's own downloads use wget, as hpccm's blocks do
     if p.distro_mpi:
         wanted.update(("openmpi-bin", "libopenmpi-dev") if p.compiles else ("openmpi-bin",))
@@ -164,8 +160,6 @@ def _os_packages(s: Stack, o: RenderOptions, p: _Plan) -> list[str]:
         wanted.update(("cmake", "g++", "make") if parse_version(s.horovod.version) >= (0, 20) else ("g++", "make"))
         if s.horovod.commit:
             wanted.add("git")  # a commit is cloned with its submodules (a GitHub archive has none)
-    if p.torch_debian:
-        wanted.add("python3-torch")
     if p.py2:
         wanted.add("python-pip")
     elif p.python_in_distro:
@@ -187,7 +181,7 @@ def _python_blocks(s: Stack, p: _Plan) -> list[tuple[str, object]]:
         installed = apt_get(ppas=["ppa:deadsnakes/ppa"], ospackages=[executable, f"{executable}-dev",
                                                                      f"{executable}-venv"])
     env = own.PythonEnv(executable=executable, venv=None if p.py2 else "/opt/repro/venv", bootstrap=bootstrap,
-                        system_site_packages=p.torch_debian)
+                        system_site_packages=p.framework.system_site_packages)
     return [("python", installed), ("python env", env)]
 
 
@@ -242,13 +236,14 @@ def torch_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object
     assert t is not None
     version = safe.version(t.version, "pytorch.version")
     variant = safe.version(t.variant or "cpu", "pytorch.variant")
-    if p.torch_debian:
+    if p.framework.system_site_packages:
         return [("pytorch", own.note(f"PyTorch {version}: Debian's python3-torch (in the os packages), seen by the "
                                      "virtual environment"))]
     package = safe.pip_requirement(t.package or "torch", "pytorch.package")
-    if p.torch_wheel:
-        how = f"from the wheelhouse ({safe.file_name(p.torch_wheel, 'wheel')})"
-        install = own.pip_install([f"{package}=={version}+{variant}"] if "+" in p.torch_wheel
+    wheel = p.framework.wheel
+    if wheel:
+        how = f"from the wheelhouse ({safe.file_name(wheel, 'wheel')})"
+        install = own.pip_install([f"{package}=={version}+{variant}"] if "+" in wheel
                                   else [f"{package}=={version}"], install_args=["--find-links", own.WHEELHOUSE])
         blocks: list[object] = [own.note(f"PyTorch {package} {version} ({variant}), {how}"),
                                 own.copy_dir("wheelhouse", own.WHEELHOUSE), install]
@@ -266,7 +261,7 @@ def tensorflow_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, o
     """TensorFlow: the pip package from the index, or a source-built wheel from the wheelhouse."""
     package = safe.pip_requirement(s.tensorflow.package or "tensorflow", "tensorflow.package")
     tf_version = safe.version(s.tensorflow.version, "tensorflow.version")
-    if p.tf_source:
+    if p.framework.copies_wheelhouse:
         tf = [own.note(f"TensorFlow {package} {tf_version}: a source build, from the wheelhouse (no index)"),
               own.copy_dir("wheelhouse", own.WHEELHOUSE),
               own.pip_install([f"{package}=={tf_version}"], install_args=["--no-index", "--find-links",
@@ -279,7 +274,7 @@ def tensorflow_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, o
 def _python_stack_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str, object]]:
     out = frameworks.of(s).image_blocks(s, p, o)  # the framework's own block
     if s.horovod is not None:
-        copied = p.tf_source or p.torch_wheel is not None  # the framework's block copied the wheelhouse already
+        copied = p.framework.copies_wheelhouse  # the framework's block copied the wheelhouse already
         out.append(("horovod", own.Horovod(
             version=s.horovod.version, gpu=s.gpu, gpu_operations=s.horovod.gpu_operations,
             with_mpi=s.horovod.with_mpi, with_gloo=s.horovod.with_gloo, wheel=p.hvd_wheel,
@@ -291,9 +286,7 @@ def _python_stack_blocks(s: Stack, o: RenderOptions, p: _Plan) -> list[tuple[str
     if requirements:
         out.append(("pip packages", [own.note("pip packages: what the workloads import, then the stack's own"),
                                      own.pip_install(requirements)]))
-    pin = tf_benchmarks_pin(s.tensorflow.version) if s.tensorflow is not None else None
-    if pin:
-        out.append(("tf_cnn_benchmarks", own.TfCnnBenchmarks(branch=pin[0], commit=pin[1])))
+    out += frameworks.of(s).late_blocks(s)  # after the pip packages (TensorFlow's: tf_cnn_benchmarks)
     return out
 
 

@@ -37,7 +37,7 @@ from repro.launch.runtimes import (
     Via,
     rank_wrapper,
 )
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import program
 from repro.manifest.schema import Stack
 from repro.results.provenance import ImageLock
 from repro.results.record import Settings
@@ -113,7 +113,7 @@ class CharliecloudRuntime(Runtime):
         first = placement[0].host
         image = image_dir(first, ctx.image)
         data = CONTAINER_DATA if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or "python3", data=data)
         # no NCCL files (ctx.nccl_dir): ch-run binds only onto directories the read-only image already has, and
         # NCCL writes to the ranks' output where it cannot open its file; the record then has no `fabric`
         return JobStep(["bash", "-c", 'repro_in_charliecloud "$@"', "repro_in_charliecloud", *command],

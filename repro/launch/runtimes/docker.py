@@ -37,7 +37,7 @@ from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, Runtime, RuntimeRe
 from repro.launch.runtimes.docker_job import docker_job
 from repro.launch.runtimes.nccl_read import read_nccl, remove_dir
 from repro.launch.runtimes.watch import Watch, supervise
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import program
 from repro.manifest.schema import Stack
 from repro.results.provenance import ImageLock
 from repro.results.record import Settings
@@ -88,7 +88,7 @@ class DockerRuntime(Runtime):
         first = placement[0].host
         env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
         data = CONTAINER_DATA if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or "python3", data=data)
         ssh = SshOptions(ctx.ssh_port, LAUNCH_KEY, LAUNCH_KNOWN_HOSTS)
         containers = tuple(container_plan(p.host, ctx.run_id, ctx.image, ctx.ssh_port,
                                           gpus=ctx.gpu and p.host.gpus > 0, infiniband=ctx.infiniband,
@@ -112,7 +112,7 @@ class DockerRuntime(Runtime):
             raise LaunchError("the docker runtime needs the stack's image (run `repro up STACK` first)")
         first = placement[0].host
         data = CONTAINER_DATA if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or "python3", data=data)
         env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
         return docker_job(command, env, ctx, nodes,
                           dataset=first.dataset_dir, placement_nodes=len(placement))

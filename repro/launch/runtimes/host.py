@@ -3,7 +3,6 @@ they match the stack and refusing otherwise."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,14 +18,17 @@ from repro.launch.plan import FORWARDED_HOST, LaunchPlan, PlanContext, env_comma
 from repro.launch.runtimes import RUNTIMES, JobStep, Outcome, Runtime, RuntimeReport, Via
 from repro.launch.runtimes.nccl_read import gather_nccl
 from repro.launch.runtimes.watch import Watch, supervise
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import program
+from repro.manifest.capture import comment
+from repro.manifest.probe_output import ProbeOutputError, software_from_output
 from repro.manifest.schema import Stack
-from repro.manifest.software import Software, from_host_probe, mismatches
+from repro.manifest.software import Software, mismatches
 from repro.results.record import Settings
 
 PROBE_TIMEOUT_S = 180
 HOST_PROBE = r"""
 import json, platform, shutil, subprocess, sys
+ONLY = globals().get("ONLY", ("tensorflow", "pytorch"))  # the frameworks to import (probe_host sets it)
 out = {"python": platform.python_version(), "executable": sys.executable}
 try:
     with open("/etc/os-release") as fh:
@@ -42,11 +44,15 @@ if shutil.which("nvidia-smi"):
     except Exception as exc:
         out["driver_error"] = str(exc)[:200]
 try:
+    if "tensorflow" not in ONLY:
+        raise ImportError("not probed: the stack pins another framework")
     import tensorflow as tf
     out["tensorflow"] = tf.__version__
 except Exception as exc:
     out["tensorflow_error"] = str(exc)[:200]
 try:
+    if "pytorch" not in ONLY:
+        raise ImportError("not probed: the stack pins another framework")
     import torch
     t = out["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda}
     t["cudnn"] = torch.backends.cudnn.version()
@@ -61,9 +67,9 @@ try:
     import horovod
     out["horovod"] = horovod.__version__
     frameworks, errors, hvd = {}, [], None
+    found = {"tensorflow": "tensorflow" in out, "pytorch": "version" in out.get("torch", {})}
     for name, module in (("tensorflow", "horovod.tensorflow"), ("pytorch", "horovod.torch")):
-        if name == "pytorch" and "version" not in out.get("torch", {}) or name == "tensorflow" and "tensorflow" \
-                not in out:
+        if not found[name]:
             continue  # the framework itself is missing: Horovod's binding for it cannot import
         try:
             bound = __import__(module, fromlist=["mpi_built"])
@@ -89,21 +95,30 @@ print(json.dumps(out))
 """
 
 
-def probe_host(host: Host, via: Via | None = None) -> Software:
-    """The software installed on `host` (its repro_python), as found by HOST_PROBE (over SSH, or `via`)."""
+def probe_host(host: Host, via: Via | None = None, *, frameworks: tuple[str, ...] | None = None) -> Software:
+    """The software installed on `host` (its repro_python), as found by HOST_PROBE (over SSH, or `via`);
+    `frameworks`: import only these (a sweep needs only its stack's: importing TensorFlow and torch both took
+    most of a 1-point sweep's 7.5-9.5 s start-up on the loaded 2-core machine); None: every registered one."""
+    from repro.manifest.frameworks import FRAMEWORKS
+
+    names = [n for n, _ in FRAMEWORKS.items()] if frameworks is None else list(frameworks)
+    script = f"ONLY = {sorted(n for n in names if n.isidentifier())!r}\n" + HOST_PROBE  # registry names only
     with (via or Remote)(host) as remote:
-        res = remote.run([host.python, "-c", HOST_PROBE], timeout=PROBE_TIMEOUT_S)
-    try:
-        return from_host_probe(json.loads(res.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError):
-        raise LaunchError(f"{host.name}: cannot run {host.python} to check the installed software:\n"
-                          f"{res.tail()}") from None
+        res = remote.run([host.python, "-c", script], timeout=PROBE_TIMEOUT_S)
+    try:  # whatever the host's python printed: null, bytes, JSON a thousand deep (issue 38)
+        return software_from_output(res.stdout.encode("utf-8", "surrogateescape"))
+    except ProbeOutputError as exc:
+        raise LaunchError(f"{host.name}: {host.python} (repro_python) cannot be checked: its software probe {exc} "
+                          f"(exit {res.returncode})" + "".join(f"\n  {comment(line)}" for line in
+                                                             res.stderr.strip().splitlines()[-12:])) from None
 
 
 def check_hosts(stack: Stack, hosts: list[Host], *, backend: str, via: Via | None = None) -> dict[str, Software]:
     """Probe each host's software; LaunchError listing every mismatch if any host differs from the stack."""
+    pinned = (stack.framework,)  # the other frameworks' imports would only cost start-up time
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:  # each probe imports TF: in parallel
-        found = dict(zip([h.name for h in hosts], pool.map(lambda h: probe_host(h, via), hosts), strict=True))
+        found = dict(zip([h.name for h in hosts], pool.map(lambda h: probe_host(h, via, frameworks=pinned), hosts),
+                         strict=True))
     problems = [f"{name}: {p}" for name, sw in found.items() for p in mismatches(stack, sw, where="host",
                                                                                    backend=backend)]
     if problems:
@@ -125,7 +140,7 @@ class HostRuntime(Runtime):
         first = placement[0].host
         env = run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
         data = (first.dataset_dir or "") if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or first.python, data=data)
         ssh = None
         if not all(p.host.local for p in placement):
             ssh = SshOptions(placement[1].host.port if len(placement) > 1 else first.port, first.launch_key,
@@ -141,7 +156,7 @@ class HostRuntime(Runtime):
         """Each rank runs the workload with the hosts' own python (the inventory's repro_python)."""
         first = placement[0].host
         data = (first.dataset_dir or "") if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or first.python, data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or first.python, data=data)
         return JobStep(command, run_env(ctx.stack_env, interface=first.interface, gpu=ctx.gpu, nccl_dir=ctx.nccl_dir))
 
     def node_command(self, argv: list[str], host: Host) -> list[str]:
@@ -150,8 +165,8 @@ class HostRuntime(Runtime):
 
     def prepare(self, hosts: list[Host], backend: str, via: Via | None = None,
                 progress: Callable[[str], None] | None = None) -> RuntimeReport:
-        """checking the hosts' Python, TensorFlow, Horovod and MPI against the stack (imports TensorFlow on each
-        host: up to a minute on a busy machine)"""
+        """checking the hosts' Python, {software} against the stack (imports {framework} on each host: up to a
+        minute on a busy machine)"""
         return RuntimeReport(host_software=check_hosts(self.stack, hosts, backend=backend, via=via))
 
     def run(self, plan: LaunchPlan, timeout: float, progress: Callable[[str], None] | None = None) -> Outcome:

@@ -25,7 +25,7 @@ from repro.launch.runtimes import (
     Via,
     rank_wrapper,
 )
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import program
 from repro.manifest.schema import Stack
 from repro.results.provenance import ImageLock
 from repro.results.record import Settings
@@ -59,7 +59,7 @@ class _ImageFile(Runtime):
             raise LaunchError(f"the {cls.name} runtime needs the stack's image (run `repro up STACK` first)")
         first = placement[0].host
         data = CONTAINER_DATA if point.data == "real" else point.data
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3", data=data)
+        command = program(point.workload, ctx.framework).command(point, ctx.python or "python3", data=data)
         return first, cls.image_file(first, ctx.image), command, run_env(ctx.stack_env, interface=first.interface,
                                                                        gpu=ctx.gpu, nccl_dir=ctx.nccl_dir)
 

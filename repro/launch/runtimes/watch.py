@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from repro.errors import HostError
 from repro.hosts.inventory import Host
@@ -131,22 +132,50 @@ class Watch:
 PROGRESS_PREFIX = "REPRO_PROGRESS "  # what a workload prints (stderr) for repro to show while it runs
 
 
+@dataclass(frozen=True)
+class Echo:
+    """A progress callback that also takes the workload's own output, line by line (`repro bench -v`)."""
+
+    progress: Callable[[str], None]
+    output: Callable[[str], None]
+
+    def __call__(self, text: str) -> None:
+        self.progress(text)
+
+
 def supervise(proc: RemoteProcess, watch: Watch, timeout: float, started: float,
               progress: Callable[[str], None] | None = None) -> tuple[int | None, str | None]:
-    """Wait for the launcher, passing the workload's progress lines on; return (exit code, failure reason)."""
-    shown = 0
+    """Wait for the launcher, passing the workload's progress lines on (and, to an Echo, every other line of its
+    output); return (exit code, failure reason)."""
+    shown, shown_out = 0, 0
+
+    def forward() -> None:
+        nonlocal shown, shown_out
+        if progress is None:
+            return
+        lines = proc.stderr_lines()
+        for line in lines[shown:]:
+            text = line.strip()
+            # mpirun --tag-output and srun --label put a rank tag first
+            at = text.find(PROGRESS_PREFIX)
+            if at >= 0:
+                progress(text[at + len(PROGRESS_PREFIX):])
+            elif isinstance(progress, Echo) and text:
+                progress.output(text)
+        shown = len(lines)
+        if isinstance(progress, Echo):
+            out = proc.stdout_lines()
+            for line in out[shown_out:]:
+                if line.strip():
+                    progress.output(line.rstrip())
+            shown_out = len(out)
+
     while True:
-        if progress is not None:
-            lines = proc.stderr_lines()
-            for line in lines[shown:]:
-                text = line.strip()
-                # mpirun --tag-output and srun --label put a rank tag first
-                at = text.find(PROGRESS_PREFIX)
-                if at >= 0:
-                    progress(text[at + len(PROGRESS_PREFIX):])
-            shown = len(lines)
+        forward()
         code = proc.poll()
         if code is not None:
+            time.sleep(0.05)  # the last lines may still be on their way from the reader threads
+            forward()
             return code, None
         if watch.problem:
             return None, watch.problem

@@ -117,16 +117,12 @@ def config_settings(files: list[Path] | None = None) -> dict[str, tuple[Any, str
     that sets a key wins), as {inventory variable: (value, "file:line: [kubernetes] key")}; an unknown key or a
     table that is not one is an InputError naming file and line."""
     from repro import resources
-    from repro.files import FileProblem, read_file
 
     by_key = {o.key: o for o in OPTIONS}
     found: dict[str, tuple[Any, str]] = {}
     for path in resources.config_files() if files is None else files:
-        try:
-            text = read_file(path).decode("utf-8")
-            table = resources.tomllib.loads(text).get(CONFIG_TABLE)
-        except (FileProblem, OSError, UnicodeDecodeError, resources.tomllib.TOMLDecodeError) as exc:
-            raise InputError(f"{path}: unreadable repro configuration ({exc})") from None
+        text, data = resources.read_config(path)
+        table = data.get(CONFIG_TABLE)
         if table is None:
             continue
         if not isinstance(table, dict):

@@ -33,7 +33,7 @@ from repro.launch.schedulers import SCHEDULERS, Scheduler, kube_check, kube_rend
 from repro.launch.schedulers.kube_options import OPTIONS
 from repro.launch.schedulers.kube_render import KubeJob
 from repro.launch.schedulers.kube_site import KubeSite, kubectl, site_from
-from repro.launch.workloads import WORKLOADS
+from repro.launch.workloads import program
 from repro.manifest.frameworks import FRAMEWORKS
 from repro.results.record import Settings
 from repro.results.redact import redact_argv, redact_text
@@ -44,16 +44,11 @@ POD_NCCL_DIR = "/tmp"  # every pod has it: NCCL makes no directory
 RESOURCES = {"trainjob": "trainjobs.trainer.kubeflow.org", "mpijob": "mpijobs.kubeflow.org"}
 
 
-def policy_of(point: Settings) -> str:
-    """The training policy of a point: its workload's framework's (torch for PyTorch: torch_*, lm; MPI for
-    TF+Horovod), MPI for framework-free workloads and workloads no spec describes."""
-    from repro.workloads.catalog import spec_of
-
-    try:
-        framework = spec_of(point.workload).framework
-    except KeyError:
-        framework = None
-    return FRAMEWORKS.get(framework).kube_policy if framework else "mpi"
+def policy_of(point: Settings, framework: str | None) -> str:
+    """The training policy of a point on a stack of `framework`: its workload's framework's (torch for PyTorch, MPI
+    for TF+Horovod and framework-free workloads)."""
+    name = program(point.workload, framework).spec.framework
+    return FRAMEWORKS.get(name).kube_policy if name else "mpi"
 
 
 @dataclass(frozen=True)
@@ -129,12 +124,12 @@ class Kubernetes(Scheduler):
                              "TrainJob or MPIJob runs the same number of processes",
                              hint="choose worker counts that are a multiple of the hosts' slots")
         procs = per_pod.pop()
-        policy = policy_of(point)
+        policy = policy_of(point, ctx.framework)
         # NCCL's INFO lines to each pod's /tmp, out of the output the pod's log gives the parser; they go with the
         # pod (not read back yet: a Kubernetes run's record has no `fabric`)
         env = run_env(ctx.stack_env, interface=POD_INTERFACE, gpu=ctx.gpu,
                       nccl_dir=POD_NCCL_DIR if ctx.nccl_dir else None)
-        command = WORKLOADS.get(point.workload).command(point, ctx.python or "python3",
+        command = program(point.workload, ctx.framework).command(point, ctx.python or "python3",
                                                         data=CONTAINER_DATA if point.data == "real" else point.data)
         if policy == "mpi":
             shape = Allocation(nodes=len(placement), tasks=point.workers, tasks_per_node=procs)

@@ -200,6 +200,9 @@ def to_settings(run: ParsedRun, overrides: Mapping[str, Override]) -> Settings:
             run, run.first_line, "workers", f"the log does not show how many workers (GPUs) ran{what}",
             f"--set '{Path(run.file).name}:workers=N'")])
     fields = {k: v for k, v in values.items() if not k.startswith("extra.")}
+    library = fields.pop("comm_library", None)  # a reader whose `backend` is not Horovod's controller says whose
+    if library is not None and fields.get("backend") is not None:
+        fields["comm"] = {"library": library, "backend": fields.pop("backend")}
     extra = {k.removeprefix("extra."): v for k, v in values.items() if k.startswith("extra.")}
     fields.setdefault("workload", WORKLOADS.get(run.format, run.format))
     for unknown in ("precision", "xla", "data", "hosts"):  # Settings' defaults are for bench runs

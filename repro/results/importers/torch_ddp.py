@@ -78,6 +78,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     if machines * per_machine != gpus:  # a group the row's GPU count does not describe: it stays apart
         shown.put("extra.group", m.group(2), row.number)
     shown.put("extra.framework", "pytorch", row.number)
+    shown.put("comm_library", "torch.distributed", row.number)  # its backend is torch.distributed's, not Horovod's
     shown.put("extra.program", TORCH_DDP, row.number)
     shown.put("precision", "fp32", row.number)  # the program has no other precision
     shown.put("data", "synthetic", row.number)  # torch.rand inputs

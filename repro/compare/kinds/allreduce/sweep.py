@@ -80,6 +80,12 @@ class AllreduceSweep:
     bus_factor: float
     runs: int
     sizes: tuple[SizeRow, ...]
+    framework: str = "hvd"  # the framework path's short name in columns: hvd (Horovod), torch (torch.distributed)
+
+    @property
+    def framework_name(self) -> str:
+        """The framework path's name in sentences: Horovod, or torch.distributed."""
+        return "torch.distributed" if self.framework == "torch" else "Horovod"
 
     def average_busbw(self, path: str) -> float | None:
         """Mean bus bandwidth over the sizes (bytes/s), as nccl-tests' "Avg bus bandwidth"."""
@@ -111,8 +117,13 @@ def _framework_path(record: RunRecord, m: AllreduceMetrics) -> str:
     the path a framework's own all-reduce workload names (torch_allreduce: torch.distributed.all_reduce)."""
     backend = str(m.backend or record.settings.backend or "?")
     if m.path:
-        return f"hvd: the framework's all-reduce, {m.path}"
+        return f"{_framework_label(m)}: the framework's all-reduce, {m.path}"
     return f"hvd: Horovod's allreduce, {backend} controller, {_horovod_settings(record)}"
+
+
+def _framework_label(m: AllreduceMetrics) -> str:
+    """The framework path's column name: torch for torch.distributed's all-reduce, hvd for Horovod's."""
+    return "torch" if m.path and m.path.startswith("torch") else "hvd"
 
 
 def _horovod_settings(record: RunRecord) -> str:
@@ -143,7 +154,7 @@ def _sweep(group: Sequence[RunRecord], link: float | None) -> AllreduceSweep:
     return AllreduceSweep(first.stack.name, first.stack.hash, n, first.settings.hosts,
                           str(m.backend or first.settings.backend or "?"), m.raw_backend,
                           m.raw_missing, _framework_path(first, m), link or link_gbps(first), factor,
-                          len(group), tuple(sizes))
+                          len(group), tuple(sizes), _framework_label(m))
 
 
 def allreduce_sweeps(records: Sequence[RunRecord], link: float | None = None) -> list[AllreduceSweep]:
@@ -192,11 +203,12 @@ def _columns(sweep: AllreduceSweep, dtype_varies: bool) -> list[Column]:
     paths = [p for p in PATHS if p == "horovod" or sweep.has_raw]
     cols = [Column("size (B)", True), Column("count", True)] + ([Column("dtype")] if dtype_varies else [])
     for p in paths:
-        label = PATH_LABEL[p]
+        label = sweep.framework if p == "horovod" else PATH_LABEL[p]
         cols += [Column(f"{label} time (us)", True), Column(f"{label} algbw", True), Column(f"{label} busbw", True),
                  Column(f"{label} #wrong", True)]
-    cols += [Column("hvd/raw", True)] if sweep.has_raw else []
-    cols += [Column(f"{PATH_LABEL[p]}/link", True) for p in paths] if sweep.link_gbps else []
+    cols += [Column(f"{sweep.framework}/raw", True)] if sweep.has_raw else []
+    cols += [Column(f"{sweep.framework if p == 'horovod' else PATH_LABEL[p]}/link", True) for p in paths] \
+        if sweep.link_gbps else []
     return cols
 
 
@@ -221,11 +233,14 @@ def _allreduce_caption(sweep: AllreduceSweep, dtypes: list[str]) -> list[str]:
            if sweep.raw_missing else "raw path not recorded (a record from before it was measured)")
     lines = [f"stack {sweep.stack} (hash {sweep.stack_hash}) · {where} · {runs}{dtype}",
              f"{sweep.framework_path} · {raw}",
-             "time: median latency (us); algbw = size / time, busbw = algbw x 2(n-1)/n, in GB/s = 1e9 bytes/s "
-             "(nccl-tests' definitions)",
+             f"time: median latency of one all-reduce (us), over the timed iterations of the {runs} pooled (the "
+             "lines printed live during a sweep: rank 0's median in one run)",
+             "algbw = size / time, busbw = algbw x 2(n-1)/n, in GB/s = 1e9 bytes/s (nccl-tests' definitions)",
              "#wrong: elements of the result that are not the expected sum n(n+1)/2"]
     if sweep.has_raw:
-        lines.append("hvd/raw: Horovod's busbw over the raw path's (1.00x: Horovod gets all that the fabric gives)")
+        name = sweep.framework_name
+        lines.append(f"{sweep.framework}/raw: {name}'s busbw over the raw path's (1.00x: {name} gets all that the "
+                     "fabric gives)")
     if sweep.link_gbps:
         lines.append(f"link: {sweep.link_gbps:g} Gbit/s = {sweep.link_gbps / 8:g} GB/s (the slowest host "
                      "interface); /link: busbw as a fraction of it")
@@ -236,7 +251,7 @@ def _allreduce_caption(sweep: AllreduceSweep, dtypes: list[str]) -> list[str]:
 
 def average_line(sweep: AllreduceSweep) -> str:
     """nccl-tests' "Avg bus bandwidth", for each path."""
-    parts = [f"{'Horovod' if p == 'horovod' else 'raw'} {_gbs(sweep.average_busbw(p))} GB/s" for p in PATHS
+    parts = [f"{sweep.framework_name if p == 'horovod' else 'raw'} {_gbs(sweep.average_busbw(p))} GB/s" for p in PATHS
              if p == "horovod" or sweep.has_raw]
     return (f"average bus bandwidth: {', '.join(parts)} (mean over the {len(sweep.sizes)} sizes, as nccl-tests' "
             "\"Avg bus bandwidth\")")

@@ -24,7 +24,8 @@ def _series(view: View, compared: Sequence[Any], unit: str = "images/sec") -> tu
         values = dict(row.key)
         out[" · ".join(f"{column_label(k)} {format_value(values.get(k))}" for k in cols) or unit].append(row)
     first = dict(compared[0].key) if compared else {}
-    shared = " · ".join(setting_words(k, v) for k, v in first.items() if k not in cols and k not in
+    workload = first.get("workload")
+    shared = " · ".join(setting_words(k, v, workload=workload) for k, v in first.items() if k not in cols and k not in
                         ("workers", "hosts") and v is not None)
     return shared, out
 
@@ -43,7 +44,7 @@ def _throughput_row(row: Any, title: str, rows: list[Any], labels: tuple[str, st
                   [getattr(r, side).high for r in rows], i) for i, (side, label) in enumerate(zip(("old", "new"),
                                                                                                  labels, strict=True))]
     draw_bars(row.bars, groups, sides, ylabel=unit, xlabel="workers (under each: NEW/OLD, ▲ faster, "
-              "▼ slower, and its interval over runs)")
+              "▼ slower, ≠ conditions differed: no verdict; and its interval over runs)")
     row.bars.set_title(title, fontsize=10)
     if row.speedup is not None:
         lines = [Line(label, [r.settings.workers for r in rows if getattr(r, side).efficiency is not None],

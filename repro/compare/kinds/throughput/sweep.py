@@ -67,16 +67,39 @@ def setting_cell(key: str, d: dict[str, Any]) -> str:
     return "-" if value is None else str(value)
 
 
+def _spec(d: dict[str, Any]):
+    from repro.workloads.catalog import spec_of
+
+    try:
+        return spec_of(str(d.get("workload")))
+    except KeyError:  # an imported program's log: no spec
+        return None
+
+
+def _compiler(d: dict[str, Any]) -> str:
+    """What the xla setting turns on: XLA for TensorFlow, torch.compile for PyTorch."""
+    spec = _spec(d)
+    return "torch.compile" if spec is not None and spec.framework == "pytorch" else "XLA"
+
+
+def _not_applicable(key: str, d: dict[str, Any]) -> bool:
+    """Whether a known workload has no such setting (so None means n/a, not unknown)."""
+    spec = _spec(d)
+    return spec is not None and key in ("xla", "precision") and spec.by_setting(key) is None
+
+
 def setting_text(key: str, d: dict[str, Any]) -> str:
     """A setting as words for a caption: 'stack cpu-tf215 (hash 0123abcd4567)', 'batch 32 per worker'; '' for a
     setting the workload does not have."""
     cell = setting_cell(key, d)
     if cell == "-":
         return ""
+    name = _compiler(d) if key == "xla" else key
     if cell == "?":
-        return f"{key if key != 'xla' else 'XLA'} unknown"
+        # None: a setting the workload does not have (the probe's precision) is n/a; else a log did not say
+        return f"{name} {'n/a' if _not_applicable(key, d) else 'unknown'}"
     return {"stack": f"stack {cell}" + (f" (hash {d['stack_hash']})" if d.get("stack_hash") else ""),
-            "batch": f"batch {cell} per worker", "xla": f"XLA {cell}", "precision": cell,
+            "batch": f"batch {cell} per worker", "xla": f"{name} {cell}", "precision": cell,
             "hosts": f"{cell} host{'s' if cell != '1' else ''}",
             "threads": f"{cell} intra-op thread{'s' if cell != '1' else ''} per worker"}.get(key, f"{key} {cell}")
 
