@@ -26,6 +26,8 @@ from repro.hosts.inventory import Host
 
 CONNECT_TIMEOUT = 10.0
 PREFLIGHT_TIMEOUT = 5.0  # per host, all hosts at once: a sweep on a dead host fails within seconds
+# What one command may print on each stream before it is stopped (the most repro reads: job logs, NCCL files).
+MAX_OUTPUT_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -201,47 +203,40 @@ class Remote:
 
     # -- commands
     def run(self, argv: list[str], *, timeout: float | None = 300, input: bytes | Iterable[bytes] | None = None,
-            check: bool = False) -> Result:
-        """Run argv to completion (stdin from `input`, bytes or chunks); HostError on timeout or connection loss."""
+            check: bool = False, max_bytes: int = MAX_OUTPUT_BYTES) -> Result:
+        """Run argv to completion (stdin from `input`, bytes or chunks); HostError on timeout, on connection loss
+        and when it prints more than `max_bytes` on either stream (it is stopped then: a host cannot make repro
+        read without end)."""
         argv = [str(a) for a in argv]
-        result = self._run_local(argv, timeout, input) if self.host.local else self._run_ssh(argv, timeout, input)
+        if self.host.local:
+            result = self._run_local(argv, timeout, input, max_bytes)
+        else:
+            result = self._run_ssh(argv, timeout, input, max_bytes)
         if check and not result.ok:
             raise HostError(f"{self.host.name}: `{shlex.join(argv)[:200]}` failed (exit {result.returncode}):\n"
                             f"{result.tail()}", host=self.host.name)
         return result
 
-    def _run_local(self, argv: list[str], timeout: float | None, data) -> Result:
-        try:
-            if data is None or isinstance(data, bytes):
-                proc = subprocess.run(argv, input=data, capture_output=True, timeout=timeout, check=False,
-                                      preexec_fn=children.die_with_parent)
-                return Result(self.host.name, tuple(argv), proc.returncode,
-                              proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
-            with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  preexec_fn=children.die_with_parent) as proc:
-                out: list[bytes] = []
-                err: list[bytes] = []
-                readers = [threading.Thread(target=lambda s=s, b=b: b.append(s.read()), daemon=True)
-                           for s, b in ((proc.stdout, out), (proc.stderr, err))]
-                for t in readers:
-                    t.start()
-                for chunk in data:
-                    proc.stdin.write(chunk)
-                proc.stdin.close()
-                proc.wait(timeout=timeout)
-                for t in readers:
-                    t.join()
-                return Result(self.host.name, tuple(argv), proc.returncode,
-                              b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"))
+    def _stopped(self, command: str, why: str) -> HostError:
+        return HostError(f"{self.host.name}: `{command[:200]}` {why}", host=self.host.name)
+
+    def _run_local(self, argv: list[str], timeout: float | None, data, max_bytes: int) -> Result:
+        try:  # a program that starts programs of its own runs under the supervisor: they all end with repro
+            ran = children.run_bounded(argv, timeout=timeout, max_bytes=max_bytes, input=data,
+                                       supervise=children.starts_programs(argv))
         except FileNotFoundError:
             return Result(self.host.name, tuple(argv), 127, "", f"{argv[0]}: command not found")
-        except subprocess.TimeoutExpired:
-            raise HostError(f"{self.host.name}: `{shlex.join(argv)[:200]}` did not finish in {timeout:.0f} s",
-                            host=self.host.name) from None
+        if ran.stopped:
+            raise self._stopped(shlex.join(argv), ran.stopped)
+        if ran.returncode == 127 and ran.stderr.startswith(f"{argv[0]}: ".encode()):  # the supervisor's way
+            return Result(self.host.name, tuple(argv), 127, "", f"{argv[0]}: command not found")
+        return Result(self.host.name, tuple(argv), ran.returncode, ran.stdout.decode(errors="replace"),
+                      ran.stderr.decode(errors="replace"))
 
-    def _run_ssh(self, argv: list[str], timeout: float | None, data) -> Result:
+    def _run_ssh(self, argv: list[str], timeout: float | None, data, max_bytes: int) -> Result:
         client = self._client()
         command = shlex.join(argv)
+        over: list[str] = []  # set by a reader when its stream passed max_bytes
         try:
             transport = client.get_transport()
             if transport is None or not transport.is_active():
@@ -249,10 +244,10 @@ class Remote:
             chan = transport.open_session(timeout=self.connect_timeout)
             chan.settimeout(timeout)
             chan.exec_command(command)
-            out: list[bytes] = []
-            err: list[bytes] = []
+            out = bytearray()
+            err = bytearray()
 
-            def pump(recv, sink):
+            def pump(recv, sink: bytearray) -> None:
                 while True:
                     try:
                         block = recv(65536)
@@ -260,7 +255,10 @@ class Remote:
                         return
                     if not block:
                         return
-                    sink.append(block)
+                    sink += block
+                    if len(sink) > max_bytes:
+                        over.append(f"printed more than {max_bytes} bytes")
+                        return
 
             readers = [threading.Thread(target=pump, args=(chan.recv, out), daemon=True),
                        threading.Thread(target=pump, args=(chan.recv_stderr, err), daemon=True)]
@@ -268,14 +266,18 @@ class Remote:
                 t.start()
             if data is not None:
                 for chunk in [data] if isinstance(data, bytes) else data:
+                    if over:
+                        break
                     chan.sendall(chunk)
             chan.shutdown_write()
             deadline = None if timeout is None else time.monotonic() + timeout
             while not chan.exit_status_ready():
+                if over:  # closing the channel ends the command (sshd hangs up on it)
+                    chan.close()
+                    raise self._stopped(command, over[0])
                 if deadline is not None and time.monotonic() > deadline:
                     chan.close()
-                    raise HostError(f"{self.host.name}: `{command[:200]}` did not finish in {timeout:.0f} s",
-                                    host=self.host.name)
+                    raise self._stopped(command, f"did not finish in {timeout:.0f} s")
                 if not transport.is_active():
                     raise HostError(f"{self.host.name}: SSH connection lost while running `{command[:120]}`",
                                     host=self.host.name)
@@ -287,21 +289,27 @@ class Remote:
         except (TimeoutError, OSError, EOFError) as exc:
             raise HostError(f"{self.host.name}: SSH failed while running `{command[:120]}`: {exc}",
                             host=self.host.name) from None
-        return Result(self.host.name, tuple(argv), code, b"".join(out).decode(errors="replace"),
-                      b"".join(err).decode(errors="replace"))
+        if over:
+            raise self._stopped(command, over[0])
+        return Result(self.host.name, tuple(argv), code, bytes(out).decode(errors="replace"),
+                      bytes(err).decode(errors="replace"))
 
-    def start(self, argv: list[str], *, input: bytes | None = None) -> RemoteProcess:
+    def start(self, argv: list[str], *, input: bytes | None = None,
+              max_bytes: int = MAX_OUTPUT_BYTES) -> RemoteProcess:
         """Start a long-running command (its stdin: `input`, then end of file); poll, read its output as it comes,
-        stop it."""
-        return RemoteProcess(self, [str(a) for a in argv], input)
+        stop it. It is stopped once it prints more than `max_bytes` on a stream (said on its stderr)."""
+        return RemoteProcess(self, [str(a) for a in argv], input, max_bytes)
 
 
 class RemoteProcess:
     """A command running on a host (local subprocess or SSH channel) whose output is collected."""
 
-    def __init__(self, remote: Remote, argv: list[str], input: bytes | None = None) -> None:
+    def __init__(self, remote: Remote, argv: list[str], input: bytes | None = None,
+                 max_bytes: int = MAX_OUTPUT_BYTES) -> None:
         self.remote = remote
         self.argv = argv
+        self.max_bytes = max_bytes
+        self.overflow: str | None = None  # why repro stopped it, when it printed more than max_bytes
         self.stdout: list[str] = []
         self.stderr: list[str] = []
         self._lock = threading.Lock()
@@ -334,12 +342,17 @@ class RemoteProcess:
 
     def _pump(self, readline, sink: list[str]) -> None:
         def run():
+            size = 0
             while True:
-                try:
-                    line = readline()
+                try:  # a line is read in bounded pieces: a host printing one endless line costs max_bytes
+                    line = readline(min(1 << 20, self.max_bytes + 1))
                 except (TimeoutError, OSError, ValueError):
                     return
                 if not line:
+                    return
+                size += len(line)
+                if size > self.max_bytes:
+                    self._overflowed()
                     return
                 with self._lock:
                     sink.append(line.decode(errors="replace") if isinstance(line, bytes) else line)
@@ -348,13 +361,23 @@ class RemoteProcess:
         t.start()
         self._threads.append(t)
 
+    def _overflowed(self) -> None:
+        """Stop the command: it printed more than repro reads (said on its stderr, naming the host)."""
+        why = f"{self.remote.host.name}: `{shlex.join(self.argv)[:120]}` printed more than {self.max_bytes} bytes"
+        with self._lock:
+            if self.overflow is not None:
+                return
+            self.overflow = why
+            self.stderr.append(f"repro: {why}; stopped\n")
+        self.stop()
+
     def poll(self) -> int | None:
         """Exit code if finished, else None. A lost SSH connection counts as finished with code 255."""
         if self._proc is not None:
             return self._proc.poll()
         if self._chan.exit_status_ready():
             return self._chan.recv_exit_status()
-        if not self._transport.is_active():
+        if not self._transport.is_active() or (self.overflow and self._chan.closed):  # repro closed it
             return 255
         return None
 
