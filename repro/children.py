@@ -22,8 +22,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +91,23 @@ def supervised(argv: list[str]) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), str(os.getpid()), *argv]
 
 
+# Programs that start programs of their own, so that the parent-death signal of the program alone would leave those
+# running: the docker CLI (ssh for an ssh:// engine, its plugins, credential helpers), srun (its --prolog and
+# --epilog, and steps it runs locally), shells.
+STARTS_PROGRAMS = frozenset({"docker", "srun", "salloc", "sh", "bash", "dash", "timeout", "nohup", "setsid"})
+
+
+def starts_programs(argv: list[str]) -> bool:
+    """Whether argv (past an `env VAR=... ` prefix) is a program that starts programs of its own (STARTS_PROGRAMS),
+    and so needs the supervisor to end them with repro."""
+    words = list(argv)
+    if words and Path(words[0]).name == "env":
+        words = words[1:]
+        while words and ("=" in words[0] or words[0].startswith("-")):
+            words = words[1:]
+    return bool(words) and Path(words[0]).name in STARTS_PROGRAMS
+
+
 def supervise(parent: int, argv: list[str]) -> int:
     """Run argv in its own process group; kill the group when `parent` ends (or this supervisor is told to stop)."""
     die_with_parent(signal.SIGTERM)
@@ -125,24 +143,31 @@ class Bounded:
     stopped: str | None = None
 
 
-def run_bounded(argv: list[str], *, timeout: float, max_bytes: int) -> Bounded:
-    """Run argv with no input; keep at most max_bytes of each output stream and stop its whole process group once
-    it prints more or runs past `timeout` (a program that prints for ever or never ends costs that much, no more).
+def run_bounded(argv: list[str], *, timeout: float | None, max_bytes: int,
+                input: bytes | Iterable[bytes] | None = None, supervise: bool = False) -> Bounded:
+    """Run argv (stdin: `input`, bytes or chunks, else nothing); keep at most max_bytes of each output stream and
+    stop it once it prints more or runs past `timeout` (a program that prints for ever or never ends costs that
+    much, no more). `supervise`: run it under the supervisor, for a program that starts programs of its own (they
+    end with repro too, killed included); else it gets the parent-death signal itself.
 
     OSError when argv cannot be started.
     """
-    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             start_new_session=True, preexec_fn=die_with_parent)
+    child = subprocess.Popen(supervised(argv) if supervise else argv,
+                             stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                             preexec_fn=die_with_parent)
+    if input is not None:
+        threading.Thread(target=_feed, args=(child.stdin, input), daemon=True).start()
     out_fd, err_fd = child.stdout.fileno(), child.stderr.fileno()
     kept: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
     stopped = None
-    deadline = time.monotonic() + timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
     with selectors.DefaultSelector() as sel:
         for stream in (child.stdout, child.stderr):
             sel.register(stream, selectors.EVENT_READ)
         while sel.get_map() and stopped is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
                 stopped = f"did not finish in {timeout:g} s"
                 break
             for key, _ in sel.select(left):
@@ -154,16 +179,35 @@ def run_bounded(argv: list[str], *, timeout: float, max_bytes: int) -> Bounded:
                 if len(kept[key.fd]) > max_bytes:
                     stopped = f"printed more than {max_bytes} bytes"
     if stopped is not None:
-        _kill_group(child, signal.SIGKILL)
+        _stop(child, supervise)
     try:
-        code = child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        code = child.wait(timeout=None if deadline is None else max(0.1, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:  # its output closed, but it goes on
-        _kill_group(child, signal.SIGKILL)
+        _stop(child, supervise)
         code, stopped = child.wait(), stopped or f"did not finish in {timeout:g} s"
     child.stdout.close()
     child.stderr.close()
     return Bounded(None if stopped else code, bytes(kept[out_fd][:max_bytes]), bytes(kept[err_fd][:max_bytes]),
                    stopped)
+
+
+def _feed(pipe, data: bytes | Iterable[bytes]) -> None:
+    """Write `data` to a child's stdin, then close it; a child that ends (or is stopped) first ends the writing."""
+    with contextlib.suppress(OSError, ValueError):
+        for chunk in [data] if isinstance(data, bytes) else data:
+            pipe.write(chunk)
+    with contextlib.suppress(OSError, ValueError):
+        pipe.close()
+
+
+def _stop(child: subprocess.Popen, supervised_: bool) -> None:
+    """End a child and all it started: a supervisor is told to end its group first (SIGKILL would leave it no time)."""
+    if supervised_ and child.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            child.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=GRACE_S + 2)
+    _kill_group(child, signal.SIGKILL)
 
 
 def _kill_group(child: subprocess.Popen, sig: int) -> None:

@@ -56,7 +56,9 @@ class PlaybookRun:
     tags: tuple[str, ...] = ()
     check: bool = False
     limit: str | None = None
-    known_hosts: tuple[str, ...] = ()  # the inventory's known-hosts files (repro_known_hosts), for ssh_args
+    # (host name, its own known-hosts file: repro_known_hosts, else ssh's own) for each host ssh reaches: each
+    # host's ssh options name its own file only (repro.hosts.ssh_trust)
+    known_hosts: tuple[tuple[str, str], ...] = ()
 
     @property
     def playbook_path(self) -> Path:
@@ -65,10 +67,11 @@ class PlaybookRun:
     def env(self) -> dict[str, str]:
         return {**ENV, "ANSIBLE_CONFIG": str(repro_data_dir("playbooks") / "ansible.cfg")}
 
-    def variables(self) -> dict[str, Any]:
-        """Every extra variable of the run: the caller's, then repro's ssh options (extra variables beat every
-        other source of a variable, so these are the ones ssh gets: repro.hosts.ssh_trust)."""
-        return {**self.extravars, **ssh_trust.extra_vars(self.known_hosts)}
+    def variables(self, control_dir: str | None = None) -> dict[str, Any]:
+        """Every extra variable of the run: the caller's, then repro's ssh options, per host (extra variables beat
+        every other source of a variable, so these are the ones ssh gets: repro.hosts.ssh_trust); `control_dir`:
+        where the hosts' ssh control sockets go."""
+        return {**self.extravars, **ssh_trust.extra_vars(dict(self.known_hosts), control_dir)}
 
     def argv(self) -> list[str]:
         """The ansible-playbook command line equivalent to this run (run from playbooks/, with env()), secrets
@@ -318,7 +321,7 @@ def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[
         (private / "env").mkdir(mode=0o700)
         fd = os.open(private / "env" / "extravars", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(run.variables(), fh)
+            json.dump(run.variables(control_dir), fh)
         try:
             runner = _run(ansible_runner, run, private, collector, ident, timeout, control_dir)
         finally:

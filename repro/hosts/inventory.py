@@ -310,15 +310,20 @@ def inventory_from_listing(raw: object, path: str | Path) -> Inventory:
         raise InventoryError(f"{path}: ansible-inventory printed no inventory",
                              [Diagnostic("the listing is not a JSON object", Location(str(path)))])
     names = _ordered_hosts(raw)
-    if not names:
+    if not names:  # a file: its first line (nothing in it is a host); a directory holds no one line to name
         raise InventoryError(f"{path}: the inventory has no hosts",
-                             [Diagnostic("no hosts (put them in group 'workers')", Location(str(path)))])
+                             [Diagnostic("no hosts (put them in group 'workers')",
+                                         Location(str(path), 1 if p.is_file() else None), "hosts")])
+    problems = _Problems(p, _groups_of_hosts(raw))
     if len(names) > MAX_HOSTS:
-        raise InventoryError(f"{path}: {len(names)} hosts; repro uses at most {MAX_HOSTS}")
+        first_over = names[MAX_HOSTS] if isinstance(names[MAX_HOSTS], str) else None
+        where = (problems.files.host(first_over) if first_over else None) or Location(str(path))
+        raise InventoryError(f"{path}: {len(names)} hosts; repro uses at most {MAX_HOSTS}",
+                             [Diagnostic(f"{len(names)} hosts, the first past {MAX_HOSTS}: {show(first_over)}", where,
+                                         "hosts", expected=f"at most {MAX_HOSTS} hosts")])
     meta = raw.get("_meta")
     hostvars = meta.get("hostvars") if isinstance(meta, dict) else None
     hostvars = hostvars if isinstance(hostvars, dict) else {}
-    problems = _Problems(p, _groups_of_hosts(raw))
     hosts = []
     for name in names:
         why = inputs.INVENTORY_NAME.problem(name)

@@ -57,7 +57,11 @@ def _load(path: Path) -> Any:
         where = Location(str(path), mark.line + 1, mark.column + 1) if mark else Location(str(path))
         raise InventoryError(f"{where}: not a readable YAML inventory",
                              [Diagnostic(f"YAML: {exc.problem or exc.context or 'syntax error'}", where)]) from None
-    except (FileProblem, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
+    except UnicodeDecodeError as exc:  # the line of the first byte that is not UTF-8
+        where = Location(str(path), exc.object[:exc.start].count(b"\n") + 1)
+        raise InventoryError(f"{where}: not a readable YAML inventory",
+                             [Diagnostic(f"not UTF-8 text (byte {exc.object[exc.start]:#04x})", where)]) from None
+    except (FileProblem, yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
         raise InventoryError(f"{path}: not a readable YAML inventory",
                              [Diagnostic(str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
                                          Location(str(path)))]) from None
@@ -87,7 +91,7 @@ def _vars_file(base: Path, kind: str, name: str) -> dict[str, Any]:
             if data is not None and not isinstance(data, dict):
                 raise InventoryError(f"{path}: not a mapping of variables",
                                      [Diagnostic(f"a mapping of variables expected, found {type(data).__name__}",
-                                                 Location(str(path), 1))])
+                                                 Location(str(path), 1), f"{kind}.{name}")])
             return data or {}
     return {}
 

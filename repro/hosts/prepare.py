@@ -134,8 +134,8 @@ def _shown(text: str) -> str:
 
 def plan(inventory: str | Path, *, stack: LoadedStack | None = None, lock: ImageLock | None = None,
          tags: tuple[str, ...] = (), check: bool = False, check_only: bool = False, limit: str | None = None,
-         extra_vars: Mapping[str, Any] | None = None, known_hosts: tuple[str, ...] = ()) -> PlaybookRun:
-    """The playbook run for these options (pure); `known_hosts`: the files that hold the hosts' keys."""
+         extra_vars: Mapping[str, Any] | None = None, known_hosts: tuple[tuple[str, str], ...] = ()) -> PlaybookRun:
+    """The playbook run for these options (pure); `known_hosts`: (host, the file that holds its key) pairs."""
     extravars = stack_vars(stack, lock) if stack else {}
     extravars.update(extra_vars or {})
     if check_only:
@@ -145,9 +145,10 @@ def plan(inventory: str | Path, *, stack: LoadedStack | None = None, lock: Image
                        known_hosts=known_hosts)
 
 
-def known_hosts_files(inventory: Inventory) -> tuple[str, ...]:
-    """The known-hosts files of the inventory's hosts that ssh reaches (repro_known_hosts, else ssh's own)."""
-    return tuple(sorted({h.known_hosts or DEFAULT_KNOWN_HOSTS for h in inventory.hosts if not h.local}))
+def known_hosts_files(inventory: Inventory) -> tuple[tuple[str, str], ...]:
+    """(host name, its known-hosts file: repro_known_hosts, else ssh's own) of each host that ssh reaches: each
+    host is checked against its own file only."""
+    return tuple((h.name, h.known_hosts or DEFAULT_KNOWN_HOSTS) for h in inventory.hosts if not h.local)
 
 
 def gathered_facts(outcome: RunOutcome, inventory: Inventory) -> dict[str, HostFacts]:

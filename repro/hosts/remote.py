@@ -7,12 +7,10 @@ Commands are argv lists; for SSH they are quoted with shlex.join, never built as
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
 import shlex
-import signal
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -23,6 +21,7 @@ from repro import children
 from repro.errors import HostError
 from repro.extras import need
 from repro.hosts.inventory import Host
+from repro.hosts.remote_process import MAX_OUTPUT_BYTES, RemoteProcess
 
 CONNECT_TIMEOUT = 10.0
 PREFLIGHT_TIMEOUT = 5.0  # per host, all hosts at once: a sweep on a dead host fails within seconds
@@ -113,8 +112,6 @@ def connect_failure(exc: BaseException, host: Host, known: Path, timeout: float)
 
 def socket_failure(exc: BaseException, host: Host, timeout: float) -> str:
     """One line saying why a connection to the host's SSH port failed at the network level."""
-    import errno
-
     where = f"{host.address}:{host.port}"
     text = str(exc).strip() or type(exc).__name__
     if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:
@@ -201,47 +198,40 @@ class Remote:
 
     # -- commands
     def run(self, argv: list[str], *, timeout: float | None = 300, input: bytes | Iterable[bytes] | None = None,
-            check: bool = False) -> Result:
-        """Run argv to completion (stdin from `input`, bytes or chunks); HostError on timeout or connection loss."""
+            check: bool = False, max_bytes: int = MAX_OUTPUT_BYTES) -> Result:
+        """Run argv to completion (stdin from `input`, bytes or chunks); HostError on timeout, on connection loss
+        and when it prints more than `max_bytes` on either stream (it is stopped then: a host cannot make repro
+        read without end)."""
         argv = [str(a) for a in argv]
-        result = self._run_local(argv, timeout, input) if self.host.local else self._run_ssh(argv, timeout, input)
+        if self.host.local:
+            result = self._run_local(argv, timeout, input, max_bytes)
+        else:
+            result = self._run_ssh(argv, timeout, input, max_bytes)
         if check and not result.ok:
             raise HostError(f"{self.host.name}: `{shlex.join(argv)[:200]}` failed (exit {result.returncode}):\n"
                             f"{result.tail()}", host=self.host.name)
         return result
 
-    def _run_local(self, argv: list[str], timeout: float | None, data) -> Result:
-        try:
-            if data is None or isinstance(data, bytes):
-                proc = subprocess.run(argv, input=data, capture_output=True, timeout=timeout, check=False,
-                                      preexec_fn=children.die_with_parent)
-                return Result(self.host.name, tuple(argv), proc.returncode,
-                              proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
-            with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  preexec_fn=children.die_with_parent) as proc:
-                out: list[bytes] = []
-                err: list[bytes] = []
-                readers = [threading.Thread(target=lambda s=s, b=b: b.append(s.read()), daemon=True)
-                           for s, b in ((proc.stdout, out), (proc.stderr, err))]
-                for t in readers:
-                    t.start()
-                for chunk in data:
-                    proc.stdin.write(chunk)
-                proc.stdin.close()
-                proc.wait(timeout=timeout)
-                for t in readers:
-                    t.join()
-                return Result(self.host.name, tuple(argv), proc.returncode,
-                              b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"))
+    def _stopped(self, command: str, why: str) -> HostError:
+        return HostError(f"{self.host.name}: `{command[:200]}` {why}", host=self.host.name)
+
+    def _run_local(self, argv: list[str], timeout: float | None, data, max_bytes: int) -> Result:
+        try:  # a program that starts programs of its own runs under the supervisor: they all end with repro
+            ran = children.run_bounded(argv, timeout=timeout, max_bytes=max_bytes, input=data,
+                                       supervise=children.starts_programs(argv))
         except FileNotFoundError:
             return Result(self.host.name, tuple(argv), 127, "", f"{argv[0]}: command not found")
-        except subprocess.TimeoutExpired:
-            raise HostError(f"{self.host.name}: `{shlex.join(argv)[:200]}` did not finish in {timeout:.0f} s",
-                            host=self.host.name) from None
+        if ran.stopped:
+            raise self._stopped(shlex.join(argv), ran.stopped)
+        if ran.returncode == 127 and ran.stderr == f"{argv[0]}: {os.strerror(errno.ENOENT)}\n".encode():  # supervisor's
+            return Result(self.host.name, tuple(argv), 127, "", f"{argv[0]}: command not found")
+        return Result(self.host.name, tuple(argv), ran.returncode, ran.stdout.decode(errors="replace"),
+                      ran.stderr.decode(errors="replace"))
 
-    def _run_ssh(self, argv: list[str], timeout: float | None, data) -> Result:
+    def _run_ssh(self, argv: list[str], timeout: float | None, data, max_bytes: int) -> Result:
         client = self._client()
         command = shlex.join(argv)
+        over: list[str] = []  # set by a reader when its stream passed max_bytes
         try:
             transport = client.get_transport()
             if transport is None or not transport.is_active():
@@ -249,10 +239,10 @@ class Remote:
             chan = transport.open_session(timeout=self.connect_timeout)
             chan.settimeout(timeout)
             chan.exec_command(command)
-            out: list[bytes] = []
-            err: list[bytes] = []
+            out = bytearray()
+            err = bytearray()
 
-            def pump(recv, sink):
+            def pump(recv, sink: bytearray) -> None:
                 while True:
                     try:
                         block = recv(65536)
@@ -260,7 +250,10 @@ class Remote:
                         return
                     if not block:
                         return
-                    sink.append(block)
+                    sink += block
+                    if len(sink) > max_bytes:
+                        over.append(f"printed more than {max_bytes} bytes")
+                        return
 
             readers = [threading.Thread(target=pump, args=(chan.recv, out), daemon=True),
                        threading.Thread(target=pump, args=(chan.recv_stderr, err), daemon=True)]
@@ -268,14 +261,18 @@ class Remote:
                 t.start()
             if data is not None:
                 for chunk in [data] if isinstance(data, bytes) else data:
+                    if over:
+                        break
                     chan.sendall(chunk)
             chan.shutdown_write()
             deadline = None if timeout is None else time.monotonic() + timeout
             while not chan.exit_status_ready():
+                if over:  # closing the channel ends the command (sshd hangs up on it)
+                    chan.close()
+                    raise self._stopped(command, over[0])
                 if deadline is not None and time.monotonic() > deadline:
                     chan.close()
-                    raise HostError(f"{self.host.name}: `{command[:200]}` did not finish in {timeout:.0f} s",
-                                    host=self.host.name)
+                    raise self._stopped(command, f"did not finish in {timeout:.0f} s")
                 if not transport.is_active():
                     raise HostError(f"{self.host.name}: SSH connection lost while running `{command[:120]}`",
                                     host=self.host.name)
@@ -287,109 +284,13 @@ class Remote:
         except (TimeoutError, OSError, EOFError) as exc:
             raise HostError(f"{self.host.name}: SSH failed while running `{command[:120]}`: {exc}",
                             host=self.host.name) from None
-        return Result(self.host.name, tuple(argv), code, b"".join(out).decode(errors="replace"),
-                      b"".join(err).decode(errors="replace"))
+        if over:
+            raise self._stopped(command, over[0])
+        return Result(self.host.name, tuple(argv), code, bytes(out).decode(errors="replace"),
+                      bytes(err).decode(errors="replace"))
 
-    def start(self, argv: list[str], *, input: bytes | None = None) -> RemoteProcess:
+    def start(self, argv: list[str], *, input: bytes | None = None,
+              max_bytes: int = MAX_OUTPUT_BYTES) -> RemoteProcess:
         """Start a long-running command (its stdin: `input`, then end of file); poll, read its output as it comes,
-        stop it."""
-        return RemoteProcess(self, [str(a) for a in argv], input)
-
-
-class RemoteProcess:
-    """A command running on a host (local subprocess or SSH channel) whose output is collected."""
-
-    def __init__(self, remote: Remote, argv: list[str], input: bytes | None = None) -> None:
-        self.remote = remote
-        self.argv = argv
-        self.stdout: list[str] = []
-        self.stderr: list[str] = []
-        self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self._proc = None
-        self._chan = None
-        if remote.host.local:
-            # under repro.children's supervisor: the launch and all it starts (mpirun, ssh, docker) end with repro,
-            # killed included
-            self._proc = subprocess.Popen(children.supervised(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                                          start_new_session=True)
-            if input is not None:
-                with contextlib.suppress(BrokenPipeError):
-                    self._proc.stdin.write(input)
-                    self._proc.stdin.close()
-            self._pump(self._proc.stdout.readline, self.stdout)
-            self._pump(self._proc.stderr.readline, self.stderr)
-        else:
-            client = remote._client()
-            transport = client.get_transport()
-            self._transport = transport
-            self._chan = transport.open_session(timeout=remote.connect_timeout)
-            self._chan.exec_command(shlex.join(argv))
-            if input is not None:
-                self._chan.sendall(input)
-            self._chan.shutdown_write()
-            self._pump(self._chan.makefile("rb").readline, self.stdout)
-            self._pump(self._chan.makefile_stderr("rb").readline, self.stderr)
-
-    def _pump(self, readline, sink: list[str]) -> None:
-        def run():
-            while True:
-                try:
-                    line = readline()
-                except (TimeoutError, OSError, ValueError):
-                    return
-                if not line:
-                    return
-                with self._lock:
-                    sink.append(line.decode(errors="replace") if isinstance(line, bytes) else line)
-
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
-        self._threads.append(t)
-
-    def poll(self) -> int | None:
-        """Exit code if finished, else None. A lost SSH connection counts as finished with code 255."""
-        if self._proc is not None:
-            return self._proc.poll()
-        if self._chan.exit_status_ready():
-            return self._chan.recv_exit_status()
-        if not self._transport.is_active():
-            return 255
-        return None
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while (code := self.poll()) is None:
-            if deadline is not None and time.monotonic() > deadline:
-                return None
-            time.sleep(0.1)
-        for t in self._threads:
-            t.join(timeout=5)
-        return code
-
-    def stop(self) -> None:
-        """Stop the local process group, or close the SSH channel (the remote side cleans up containers)."""
-        if self._proc is not None and self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGTERM)
-                self._proc.wait(timeout=10)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self._proc.pid, signal.SIGKILL)
-        if self._chan is not None:
-            self._chan.close()
-
-    def output(self) -> tuple[str, str]:
-        with self._lock:
-            return "".join(self.stdout), "".join(self.stderr)
-
-    def stdout_lines(self) -> list[str]:
-        """The lines of stdout received so far (a copy)."""
-        with self._lock:
-            return list(self.stdout)
-
-    def stderr_lines(self) -> list[str]:
-        """The lines of stderr received so far (a copy)."""
-        with self._lock:
-            return list(self.stderr)
+        stop it. It is stopped once it prints more than `max_bytes` on a stream (said on its stderr)."""
+        return RemoteProcess(self, [str(a) for a in argv], input, max_bytes)

@@ -7,6 +7,13 @@ variable, which beats the inventory, the environment (`ANSIBLE_SSH_ARGS`) and ev
 with the options below: whatever comes later cannot turn checking off. The checks of what an inventory, an
 extra variable or the environment says (refused at file:line) are there to say so plainly, not to keep
 trust: a pattern listing bad options cannot win, the order does.
+
+The options are per host: `ansible_ssh_args` is a template that picks the host's own line from a map (also an
+extra variable), so each host is checked against its own known-hosts file only, never against another host's
+(one set for the whole run would accept, for host B, a key that host A's file lists under B's name). Its SSH
+connection masters are the host's own too (ControlPath per host), so no host rides on another's checked
+connection. A task delegated to another remote host would still use the first host's line (Ansible keeps
+`inventory_hostname` under delegation); repro's playbooks delegate to the controller only.
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ _REFUSED_FLAGS = {"-F": "reads another ssh configuration", "-G": "prints the con
 CONNECTIONS = frozenset({"ssh", "smart", "local", "ansible.builtin.ssh", "ansible.builtin.local",
                          "ansible.legacy.ssh", "ansible.legacy.local"})
 # Variables repro sets itself, or that would replace the ssh program: refused wherever they come from.
-OWNED_VARS = frozenset({"ansible_ssh_args", "ansible_ssh_executable", "ansible_scp_executable",
-                        "ansible_sftp_executable", "ansible_paramiko_host_key_auto_add",
-                        "ansible_paramiko_look_for_keys", "ansible_paramiko_proxy_command"})
+OWNED_VARS = frozenset({"ansible_ssh_args", "_repro_ssh_args", "_repro_ssh_args_default",
+                        "ansible_ssh_executable", "ansible_scp_executable", "ansible_sftp_executable",
+                        "ansible_paramiko_host_key_auto_add", "ansible_paramiko_look_for_keys",
+                        "ansible_paramiko_proxy_command"})
 # Environment variables that would replace the ssh program or the connection plugin.
 OWNED_ENV = ("ANSIBLE_SSH_EXECUTABLE", "ANSIBLE_SCP_EXECUTABLE", "ANSIBLE_SFTP_EXECUTABLE",
              "ANSIBLE_CONNECTION_PLUGINS", "ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD", "ANSIBLE_PARAMIKO_PROXY_COMMAND")
@@ -48,22 +56,39 @@ ARGS_ENV = ("ANSIBLE_SSH_ARGS", "ANSIBLE_SSH_COMMON_ARGS", "ANSIBLE_SSH_EXTRA_AR
 _NULL_FILES = ("/dev/", "/proc/", "/sys/")
 
 
-def ssh_args(known_hosts: Iterable[str], control_dir: str | None = None) -> str:
-    """The ssh_args of a run: repro's trust options first, then connection sharing; `known_hosts` are the
-    inventory's known-hosts files (their union: one file per host is the usual case)."""
+# What Ansible's ssh_args is: the host's own line of the map repro passes, else the line with ssh's own file.
+ARGS_TEMPLATE = "{{ _repro_ssh_args[inventory_hostname] | default(_repro_ssh_args_default) }}"
+
+
+def ssh_args(known_hosts: Iterable[str], control_dir: str | None = None, *, control_name: str = "%C") -> str:
+    """The ssh_args of one host: repro's trust options first, then connection sharing; `known_hosts`: the host's
+    known-hosts files (none: ssh's own), `control_name`: its control socket's name in `control_dir`."""
     files = sorted({str(Path(k).expanduser()) for k in known_hosts} or {str(Path(DEFAULT_KNOWN_HOSTS).expanduser())})
     words: list[str] = []
     for name, value in (*TRUST, ("UserKnownHostsFile", " ".join(files))):
         words += ["-o", f"{name}={value}"]
     words += SHARING
     if control_dir:  # %C: a hash of the host, port and user; short enough for a unix socket's path
-        words += ["-o", f"ControlPath={control_dir}/%C"]
+        words += ["-o", f"ControlPath={control_dir}/{control_name}"]
     return shlex.join(words)
 
 
-def extra_vars(known_hosts: Iterable[str], control_dir: str | None = None) -> dict[str, str]:
-    """The extra variables that make repro's options Ansible's (extra variables beat every other source)."""
-    return {"ansible_ssh_args": ssh_args(known_hosts, control_dir), "ansible_ssh_executable": "ssh",
+def host_ssh_args(known_hosts: Mapping[str, str], control_dir: str | None = None) -> dict[str, str]:
+    """Each host's ssh_args, from its own known-hosts file (host name -> file); each host its own control socket
+    (numbered: two hosts at one address, port and user must not share a connection checked for one of them)."""
+    return {name: ssh_args([known_hosts[name]], control_dir, control_name=f"{i}-%C")
+            for i, name in enumerate(sorted(known_hosts))}
+
+
+def extra_vars(known_hosts: Mapping[str, str], control_dir: str | None = None) -> dict[str, object]:
+    """The extra variables that make repro's options Ansible's (extra variables beat every other source), per
+    host: `known_hosts` maps each host name to its own known-hosts file."""
+    for name, path in known_hosts.items():
+        if any(mark in f"{name}{path}" for mark in ("{{", "{%", "{#")):  # Ansible would compute it at run time
+            raise InputError(f"host {name}: known-hosts file {path} holds a Jinja template")
+    default = ssh_args([], control_dir, control_name="default-%C")
+    return {"ansible_ssh_args": ARGS_TEMPLATE, "_repro_ssh_args": host_ssh_args(known_hosts, control_dir),
+            "_repro_ssh_args_default": default, "ansible_ssh_executable": "ssh",
             "ansible_scp_executable": "scp", "ansible_sftp_executable": "sftp"}
 
 
@@ -143,6 +168,8 @@ def known_hosts_problem(value: object) -> str | None:
     why = inputs.SSH_PATH.problem(value)
     if why:
         return why
+    if any(mark in str(value) for mark in ("{{", "{%", "{#")):  # repro's ssh options carry it into Ansible
+        return "holds a Jinja template; name the known_hosts file itself"
     if _null_file(str(value)):
         return f"{value} is not a file of host keys (it would trust any key); name the known_hosts file that " \
                "holds the hosts' keys"

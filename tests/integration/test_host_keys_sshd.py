@@ -137,6 +137,9 @@ def _variants(server: Server) -> dict[str, dict[str, object]]:
         "paramiko": {"ansible_connection": "paramiko"},
         "update_keys": {common: "-o UpdateHostKeys=yes -o StrictHostKeyChecking=no"},
         "dns": {common: "-o VerifyHostKeyDNS=yes -o StrictHostKeyChecking=no"},
+        # the map repro's ansible_ssh_args picks each host's line from: extra variables beat host variables
+        "repro_map": {"_repro_ssh_args": {"repro_map": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"},
+                      "_repro_ssh_args_default": "-o StrictHostKeyChecking=no"},
     }
 
 
@@ -171,7 +174,7 @@ def test_options_after_repros_cannot_make_ssh_trust_an_unknown_key(server, name)
 @pytest.mark.parametrize("name", ["accept_new", "quoted", "tab", "escaped", "spaced", "joined", "bundled",
                                   "config_file", "dev_null", "global_null", "known_hosts_command",
                                   "host_key_alias", "jinja", "ssh_args", "executable", "checking_off", "paramiko",
-                                  "update_keys", "dns"])
+                                  "update_keys", "dns", "repro_map"])
 def test_each_variant_is_refused_at_file_line_in_an_inventory(server, tmp_path, name):
     path = _inventory(server, tmp_path / "hosts.yml", {"h": _variants(server)[name]})
     with pytest.raises(InventoryError) as info:
@@ -221,7 +224,7 @@ def test_given_to_ansible_unchecked_no_variant_makes_it_trust_the_key(server, tm
     pytest.importorskip("ansible_runner")
     variants = _variants(server)
     inv = _inventory(server, tmp_path / "hosts.yml", variants)
-    run = PlaybookRun("facts.yml", str(inv), known_hosts=(str(server.empty),))
+    run = PlaybookRun("facts.yml", str(inv), known_hosts=tuple((name, str(server.empty)) for name in variants))
     started = time.monotonic()
     outcome = run_playbook(run, tmp_path / "out", timeout=240)
     assert time.monotonic() - started < 240
@@ -240,7 +243,7 @@ def test_given_to_ansible_unchecked_no_variant_makes_it_trust_the_key(server, tm
             assert "authenticity" in message.lower() or "host key" in message.lower(), message
     for name in transient:  # each again, alone: then the refusal must be the host key's
         inv = _inventory(server, tmp_path / f"hosts-{name}.yml", {name: variants[name]})
-        again = run_playbook(PlaybookRun("facts.yml", str(inv), known_hosts=(str(server.empty),)),
+        again = run_playbook(PlaybookRun("facts.yml", str(inv), known_hosts=((name, str(server.empty)),)),
                              tmp_path / f"out-{name}", timeout=120).hosts[name]
         message = again.failure.message if again.failure else ""
         assert again.facts is None and again.ok == 0 and "Host key verification failed" in message, (name, message)
@@ -250,7 +253,21 @@ def test_with_the_key_known_ansible_reaches_the_host(server, tmp_path):
     """The control of the test above: the same path connects when repro's known_hosts holds the key."""
     pytest.importorskip("ansible_runner")
     inv = _inventory(server, tmp_path / "hosts.yml", {"good": {}})
-    run = PlaybookRun("facts.yml", str(inv), known_hosts=(str(server.known),))
+    run = PlaybookRun("facts.yml", str(inv), known_hosts=(("good", str(server.known)),))
     outcome = run_playbook(run, tmp_path / "out", timeout=240)
     host = outcome.hosts["good"]
     assert not host.unreachable, host.why_unreachable
+
+
+def test_a_key_known_in_another_hosts_file_does_not_let_ansible_reach_a_host(server, tmp_path):
+    """Two inventory hosts on the same sshd: `known` holds its key (as host A's file), `empty` is host B's own file.
+    A is reached; B is refused "Host key verification failed" (one known-hosts set for the run let B in), and B
+    does not ride on A's ssh connection master either."""
+    pytest.importorskip("ansible_runner")
+    inv = _inventory(server, tmp_path / "hosts.yml", {"a": {}, "b": {}})
+    run = PlaybookRun("facts.yml", str(inv), known_hosts=(("a", str(server.known)), ("b", str(server.empty))))
+    outcome = run_playbook(run, tmp_path / "out", timeout=240)
+    assert not outcome.hosts["a"].unreachable, outcome.hosts["a"].why_unreachable
+    b = outcome.hosts["b"]
+    assert b.unreachable and b.facts is None, b
+    assert "Host key verification failed" in (b.failure.message if b.failure else ""), b

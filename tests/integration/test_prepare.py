@@ -287,12 +287,12 @@ def test_a_host_with_a_wrong_host_key_fails_named_unchanged_and_ansible_ran_ssh_
     inventory = tmp_path / "inventory"
     shutil.copytree(site.inventory, inventory)
     hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
-    # the known-hosts files are the ones repro's own ssh options name (every host's repro_known_hosts, one set for
-    # the run; they come first on every ssh line, so an ansible_ssh_common_args file alone no longer decides): they
-    # hold the wrong key for h2
+    # the known-hosts files are the ones repro's own ssh options name (each host's own repro_known_hosts; they come
+    # first on every ssh line, so an ansible_ssh_common_args file alone no longer decides): they hold the wrong key
+    # for h2
     hosts["all"]["children"]["workers"]["hosts"]["h2"]["ansible_ssh_common_args"] = \
         f"-o UserKnownHostsFile={wrong} -o StrictHostKeyChecking=yes"
-    for host in hosts["all"]["children"]["workers"]["hosts"].values():  # repro's known hosts: one set for the run
+    for host in hosts["all"]["children"]["workers"]["hosts"].values():  # h1's right key, h2's wrong one
         host["repro_known_hosts"] = str(wrong)
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
     before = {p.name: p.read_bytes() for p in h2.ssh_dir.iterdir() if p.is_file()}

@@ -27,7 +27,10 @@ def test_ansible_uses_the_same_known_hosts_file_as_repro():
 
     inventory = load_inventory(ROOT / "inventories" / "c4140")
     run = plan(inventory.path, known_hosts=known_hosts_files(inventory))
-    args = shlex.split(run.variables()["ansible_ssh_args"])
+    per_host = run.variables()["_repro_ssh_args"]
     known = Path(yaml.safe_load(GROUP_VARS.read_text(encoding="utf-8"))["repro_known_hosts"]).expanduser()
-    assert args[:2] == ["-o", "StrictHostKeyChecking=yes"]
-    assert f"UserKnownHostsFile={known}" in args
+    assert sorted(per_host) == ["c4140-1", "c4140-2"]
+    for line in per_host.values():
+        args = shlex.split(line)
+        assert args[:2] == ["-o", "StrictHostKeyChecking=yes"]
+        assert f"UserKnownHostsFile={known}" in args

@@ -13,6 +13,7 @@ the image's Open MPI must match the host's), /tmp shared for their session direc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from repro import children
 from repro.errors import BackendUnavailable, LaunchError
 from repro.hosts.inventory import Host
 from repro.launch.placement import Placement
@@ -69,10 +71,18 @@ def wrapper(image: str, dataset: str | None) -> str:
 def run_streaming(argv: list[str], env: dict[str, str], timeout: float,
                   line: Callable[[str], None]) -> tuple[int, str]:
     """Run argv, handing each line of its output (stdout and stderr) to `line` as it comes; (exit status, its last
-    lines). Killed after `timeout` seconds (a negative status then: -9)."""
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace")
-    timer = threading.Timer(timeout, proc.kill)
+    lines). Killed after `timeout` seconds (the status then: -9). It runs under repro's supervisor: ch-convert
+    starts docker (or buildah, ...), which end with it when repro ends, killed included."""
+    proc = subprocess.Popen(children.supervised(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace", start_new_session=True, preexec_fn=children.die_with_parent)
+    late: list[bool] = []
+
+    def stop() -> None:  # SIGTERM: the supervisor ends the whole group, then itself
+        late.append(True)
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+
+    timer = threading.Timer(timeout, stop)
     timer.start()
     tail: deque[str] = deque(maxlen=20)
     try:
@@ -86,9 +96,13 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout: float,
     finally:
         timer.cancel()
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return code, "\n".join(tail)
+            proc.terminate()
+            try:
+                proc.wait(timeout=children.GRACE_S + 2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return (-9 if late else code), "\n".join(tail)
 
 
 @RUNTIMES.register("charliecloud")

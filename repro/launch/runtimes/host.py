@@ -20,7 +20,7 @@ from repro.launch.runtimes.nccl_read import gather_nccl
 from repro.launch.runtimes.watch import Watch, supervise
 from repro.launch.workloads import program
 from repro.manifest.capture import comment
-from repro.manifest.probe_output import ProbeOutputError, software_from_output
+from repro.manifest.probe_output import MAX_PROBE_BYTES, ProbeOutputError, software_from_output
 from repro.manifest.schema import Stack
 from repro.manifest.software import Software, mismatches
 from repro.results.record import Settings
@@ -103,8 +103,15 @@ def probe_host(host: Host, via: Via | None = None, *, frameworks: tuple[str, ...
 
     names = [n for n, _ in FRAMEWORKS.items()] if frameworks is None else list(frameworks)
     script = f"ONLY = {sorted(n for n in names if n.isidentifier())!r}\n" + HOST_PROBE  # registry names only
-    with (via or Remote)(host) as remote:
-        res = remote.run([host.python, "-c", script], timeout=PROBE_TIMEOUT_S)
+    try:
+        with (via or Remote)(host) as remote:
+            res = remote.run([host.python, "-c", script], timeout=PROBE_TIMEOUT_S, max_bytes=MAX_PROBE_BYTES)
+    except HostError as exc:
+        if not exc.message.endswith(f"printed more than {MAX_PROBE_BYTES} bytes"):
+            raise
+        raise LaunchError(f"{host.name}: {host.python} (repro_python) cannot be checked: its software probe printed "
+                          f"more than {MAX_PROBE_BYTES} bytes (stopped)", hint=f"run `{host.python} -c 'print(1)'` "
+                          f"on {host.name}: something makes its python print without end") from None
     try:  # whatever the host's python printed: null, bytes, JSON a thousand deep (issue 38)
         return software_from_output(res.stdout.encode("utf-8", "surrogateescape"))
     except ProbeOutputError as exc:

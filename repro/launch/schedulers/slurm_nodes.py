@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from repro.errors import HostError
 from repro.hosts.facts import normalise
 from repro.hosts.inventory import Host
-from repro.hosts.remote import Result
+from repro.hosts.remote import MAX_OUTPUT_BYTES, Result
 from repro.launch.launchers.mpirun import slurm_mpirun_problem  # noqa: F401 - the launcher's own check
 from repro.launch.launchers.srun import pmi_problem  # noqa: F401 - the launcher's own check
 from repro.launch.schedulers.slurm_client import SlurmClient
@@ -62,10 +62,11 @@ class SrunNode:
         self.client.__exit__(*exc)
 
     def run(self, argv: list[str], *, timeout: float | None = CHECK_TIMEOUT_S, input: bytes | None = None,
-            check: bool = False) -> Result:
+            check: bool = False, max_bytes: int = MAX_OUTPUT_BYTES) -> Result:
+        """argv on the node through srun, as Remote.run runs it on a host (bounded in time and bytes)."""
         limit = timeout or CHECK_TIMEOUT_S
         res = self.client.run([*check_srun(self.site, self.host.name, limit), *map(str, argv)], timeout=limit + 60,
-                              data=input)
+                              data=input, max_bytes=max_bytes)
         result = Result(self.host.name, tuple(map(str, argv)), res.returncode, res.stdout, res.stderr)
         if check and not result.ok:
             raise HostError(f"{self.host.name}: `{argv[0]} ...` through srun failed (exit {res.returncode}):\n"
