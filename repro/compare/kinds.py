@@ -237,12 +237,13 @@ class Transformer(Throughput):
         memory = lm.peak_memory([record])
         extra = "".join(f", {x}" for x in (f"MFU {mfu:.1%}" if mfu else "",
                                              f"peak {lm.memory_text(memory)}/rank" if memory else "") if x)
-        return f"{tps:.1f} tokens/sec{extra} {took}"
+        return f"{tps:.1f} {lm.unit([record])}{extra} {took}"
 
     def headline(self, record: RunRecord) -> tuple[float | None, str]:
+        from repro.results import lm
         from repro.results.metrics import throughput
 
-        return throughput(record), "tokens/sec"
+        return throughput(record), lm.unit([record])  # an imported log's samples/sec is not labelled tokens
 
     def compare(self, pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRecord],
                 options: Options) -> KindRows:

@@ -33,16 +33,34 @@ def _common(records: Sequence[RunRecord], name: str) -> float | None:
 
 
 def tflops_per_device(tokens_per_sec: float | None, records: Sequence[RunRecord], workers: int) -> float | None:
-    """Model TFLOP/s per device at `tokens_per_sec` (the whole job's)."""
+    """Model TFLOP/s per device at `tokens_per_sec` (the whole job's); for imported logs that state it instead of
+    the FLOPs per token (Megatron's `throughput per GPU (TFLOP/s/GPU)`, torchtitan's `tflops`), the stated mean."""
     flops = _common(records, "flops_per_token")
+    if flops is None:
+        return stated(records, "tflops_per_gpu")
     return tokens_per_sec / workers * flops / 1e12 if tokens_per_sec and flops else None
 
 
 def mfu(tokens_per_sec: float | None, records: Sequence[RunRecord], workers: int) -> float | None:
-    """Model FLOPs utilisation at `tokens_per_sec`, where the records name the device's sourced peak."""
+    """Model FLOPs utilisation at `tokens_per_sec`, where the records name the device's sourced peak; for imported
+    logs that state it (torchtitan's `mfu`), the stated mean (never derived from figures the log does not give)."""
     peak = _common(records, "peak_flops")
+    if peak is None and _common(records, "flops_per_token") is None:
+        return stated(records, "mfu")
     tflops = tflops_per_device(tokens_per_sec, records, workers)
     return tflops * 1e12 / peak if tflops and peak else None
+
+
+def stated(records: Sequence[RunRecord], name: str) -> float | None:
+    """The mean of a figure imported logs state (metrics[name]), over the records whose log states it."""
+    return mean_metric([r for r in records if r.origin == "import"], name)
+
+
+def unit(records: Sequence[RunRecord]) -> str:
+    """What the records' figure counts: samples/sec where every imported log states samples (Megatron without
+    tokens, the Hugging Face Trainer), else tokens/sec."""
+    items = {r.metrics.get("items") for r in records if r.status == "ok"}
+    return "samples/sec" if items == {"samples"} else UNIT
 
 
 def peak_memory(records: Sequence[RunRecord]) -> float | None:
