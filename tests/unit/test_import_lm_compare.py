@@ -76,3 +76,13 @@ def test_listings_name_tokens_and_samples_not_images_per_sec(capsys, tmp_path):
     lines = out.splitlines()
     assert any("megatron" in line and line.endswith("84.73 samples/sec") for line in lines)
     assert sum("torchtitan" in line and line.endswith("tokens/sec") for line in lines) == 2
+
+
+def test_results_table_of_imported_megatron_runs_is_the_lm_table_in_samples_per_sec(capsys, tmp_path):
+    store = str(tmp_path / "r")
+    _import(capsys, store, "m", MEGATRON_8, "workers=8")
+    code, out, _ = run(capsys, "results", "--store", store, "table")
+    assert code == 0 and "Transformer training (lm): samples/sec" in out and "images/sec:" not in out
+    assert "TFLOP/s/dev and MFU as the log states them" in out
+    row = next(line for line in out.splitlines() if line.startswith("m "))
+    assert "84.7" in row and "876" in row
