@@ -22,6 +22,7 @@ from repro.errors import InputError
 from repro.results import steady
 from repro.results.fabric import Fabric
 from repro.results.importers import (
+    bluefog,
     deepspeed,
     hf_trainer,
     horovod,
@@ -42,7 +43,7 @@ from repro.results.redact import redact_argv, redact_env, redact_tree
 # format -> its reader
 READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp,
            nccl_tests.NCCL_TESTS: nccl_tests, megatron.MEGATRON: megatron, torchtitan.TORCHTITAN: torchtitan,
-           hf_trainer.HF_TRAINER: hf_trainer, deepspeed.DEEPSPEED: deepspeed}
+           hf_trainer.HF_TRAINER: hf_trainer, deepspeed.DEEPSPEED: deepspeed, bluefog.BLUEFOG: bluefog}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
