@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "import", help="import tf_cnn_benchmarks / Horovod / MLPerf logs or a published table",
         description="Import existing results into the store as baselines: logs of tf_cnn_benchmarks (TF 1.x/2.x, "
         "one GPU, replicated, parameter server, Horovod, forward-only), of Horovod's, BytePS's and Bluefog's synthetic "
-        "benchmarks (TensorFlow, PyTorch), of PyTorch's DDP benchmark, nccl-tests tables (all-reduce), "
+        "benchmarks (TensorFlow, PyTorch), of PyTorch's DDP benchmark, nccl-tests tables and torch.distributed "
+        "all-reduce benchmark lines (all-reduce), "
         "Megatron-LM, torchtitan, DeepSpeed and Hugging Face Trainer training logs (tokens/sec or samples/sec as "
         "stated; NCCL INFO lines in a log are kept as the run's NCCL facts), MLPerf results (:::MLLOG, and the "
         "v0.5/v0.6 line formats; time to accuracy), or with --table a CSV of published figures "

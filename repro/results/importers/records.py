@@ -31,6 +31,7 @@ from repro.results.importers import (
     mlperf_legacy,
     nccl_tests,
     tf_cnn,
+    torch_allreduce_bench,
     torch_ddp,
     torchtitan,
 )
@@ -45,7 +46,7 @@ from repro.results.redact import redact_argv, redact_env, redact_tree
 READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp,
            nccl_tests.NCCL_TESTS: nccl_tests, megatron.MEGATRON: megatron, torchtitan.TORCHTITAN: torchtitan,
            hf_trainer.HF_TRAINER: hf_trainer, deepspeed.DEEPSPEED: deepspeed, bluefog.BLUEFOG: bluefog,
-           mlperf_legacy.MLPERF_LEGACY: mlperf_legacy}
+           mlperf_legacy.MLPERF_LEGACY: mlperf_legacy, torch_allreduce_bench.TORCH_ALLREDUCE: torch_allreduce_bench}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
