@@ -19,10 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp = sub.add_parser(
         "import", help="import tf_cnn_benchmarks / Horovod / MLPerf logs or a published table",
         description="Import existing results into the store as baselines: logs of tf_cnn_benchmarks (TF 1.x/2.x, "
-        "one GPU, replicated, parameter server, Horovod, forward-only), of Horovod's and BytePS's synthetic "
-        "benchmarks (TensorFlow, PyTorch), of PyTorch's DDP benchmark, nccl-tests tables (all-reduce), "
+        "one GPU, replicated, parameter server, Horovod, forward-only), of Horovod's, BytePS's and Bluefog's synthetic "
+        "benchmarks (TensorFlow, PyTorch), of PyTorch's DDP benchmark, nccl-tests tables and torch.distributed "
+        "all-reduce benchmark lines (all-reduce), "
         "Megatron-LM, torchtitan, DeepSpeed and Hugging Face Trainer training logs (tokens/sec or samples/sec as "
-        "stated), MLPerf :::MLLOG results (time to accuracy), or with --table a CSV of published figures "
+        "stated; NCCL INFO lines in a log are kept as the run's NCCL facts), MLPerf results (:::MLLOG, and the "
+        "v0.5/v0.6 line formats; time to accuracy), or with --table a CSV of published figures "
         "(see docs/baselines). A file may hold several "
         "runs; each run becomes a record whose figure is "
         "the log's own summary (total images/sec). Settings a log does not show stay unknown unless --set "

@@ -234,6 +234,12 @@ def cmd_show(args: argparse.Namespace) -> int:
             print(f"{'conditions:':16}{host}: {describe(cond)}")
         for warning in record.conditions.warnings:
             print(f"{'warning:':16}{warning}")
+    if record.fabric is not None and record.fabric.lines:  # measured and imported runs alike
+        from repro.pipeline.fabric import summary, warnings  # the CLI reaches results through the pipeline
+
+        print(f"{'fabric:':16}{summary(record.fabric)}")
+        for warning in warnings(record.fabric):
+            print(f"{'warning:':16}{warning}")
     for r in record.ranks:
         steps = r.step_times
         mean = sum(steps) / len(steps) if steps else None

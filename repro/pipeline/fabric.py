@@ -9,7 +9,9 @@ from typing import Any
 from repro.errors import InputError
 from repro.files import FileProblem, read_file
 from repro.formats import Column, Document, Heading, Table
-from repro.results.fabric import Communicator, Fabric, describe, warnings
+from repro.results.fabric import Communicator, Fabric, describe, summary, warnings
+
+__all__ = ["FabricFile", "FabricReport", "fabric", "read_log", "summary", "warnings"]  # summary, warnings: for the CLI
 from repro.results.nccl import parse
 
 # A training job's whole output can be large; NCCL's lines are a small part of it. Larger files: cut them first

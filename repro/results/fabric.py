@@ -157,6 +157,20 @@ def describe(links: list[Link]) -> str:
     return "; ".join(f"{link.label} on {link.count} of {total}" for link in links)
 
 
+def summary(fabric: Fabric) -> str:
+    """One line for `repro results show`: the NCCL loaded, the network, each scope's path and connections."""
+    parts = [f"NCCL {', '.join(fabric.versions) or '?'}", f"network {', '.join(fabric.network) or '?'}"
+             + (f" (plugin {fabric.net_plugin})" if fabric.net_plugin else "")]
+    for scope, words in (("inter", "inter-node"), ("intra", "intra-node")):
+        links = fabric.links(scope)
+        parts.append(f"{words} {fabric.path(scope)} ({describe(links)})" if links else f"{words} -")
+    if fabric.nvls:
+        parts.append("NVLS")
+    comms = fabric.communicators
+    parts.append(f"{len(comms)} communicator{'s' if len(comms) != 1 else ''}, {fabric.lines} NCCL lines")
+    return " · ".join(parts)
+
+
 def warnings(fabric: Fabric, *, framework_nccl: str | None = None) -> list[str]:
     """Plain warnings about a run's path: the silent misconfigurations nccl-facts.md lists."""
     out: list[str] = []

@@ -38,7 +38,8 @@ _COMM = re.compile(r"\bcomm (?P<ptr>0x[0-9a-f]+) rank (?P<rank>\d+) n[Rr]anks (?
 _TIMINGS = re.compile(r"Init timings\b.*?\brank (?P<rank>\d+) nranks \d+ total (?P<total>[\d.]+)")
 _CHANNELS = re.compile(r"(?P<coll>\d+) coll channels, (?:\d+ collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?"
                        r"(?P<p2p>\d+) p2p channels")
-_NETWORK = re.compile(r"Using (?:internal )?[Nn]etwork (?P<net>.+?)\s*$")
+# not NCCL >= 2.19's `NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.` (no network named)
+_NETWORK = re.compile(r"Using (?:internal )?[Nn]etwork (?!plugin\b)(?P<net>.+?)\s*$")
 _PLUGIN = re.compile(r"Loaded (?P<kind>net|collnet) plugin (?P<name>.+?)(?: \(v\d+\))?\s*$")
 _PROVIDER = re.compile(r"NET/OFI Selected Provider is (?P<p>\S+)")
 _IB_USING = re.compile(r"NET/IB ?: ?Using (?P<devs>.*?)(?: ?; OOB .*)?$")

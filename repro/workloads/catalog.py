@@ -29,6 +29,13 @@ BUILTIN: dict[str, str] = {
     "probe": "repro.workloads.probe",
 }
 
+# Workloads of imported logs that no spec describes, and how their records compare: the transformer-training
+# readers of repro.results.importers (megatron, torchtitan, hf_trainer, deepspeed) give tokens/sec or samples/sec
+# with TFLOP/s and MFU as stated, the lm kind's figures. Plain data here, as BUILTIN is, so that compare and the
+# listings know the kind without importing the importers (tests/unit/test_import_lm_compare.py checks the list
+# against the readers).
+IMPORTED_KINDS: dict[str, str] = {"megatron": "lm", "torchtitan": "lm", "hf_trainer": "lm", "deepspeed": "lm"}
+
 SPECS: dict[str, WorkloadSpec] = {}
 
 
@@ -39,10 +46,10 @@ def register(spec: WorkloadSpec) -> WorkloadSpec:
 
 
 def kind_of(workload: str) -> str:
-    """How results of `workload` compare: its spec's kind; throughput for workloads no spec describes
-    (imported logs of other programs measure items per second)."""
+    """How results of `workload` compare: its spec's kind; an imported log's (IMPORTED_KINDS); throughput for
+    other workloads no spec describes (imported logs of other programs measure items per second)."""
     spec = _find(workload)
-    return spec.kind if spec else "throughput"
+    return spec.kind if spec else IMPORTED_KINDS.get(workload, "throughput")
 
 
 def spec_of(workload: str) -> WorkloadSpec:

@@ -183,7 +183,8 @@ def test_cli_on_mangled_real_logs_exits_0_or_2_without_a_traceback(capsys, store
         path = tmp_path / f"m{i}.log"
         path.write_text("\n".join(cut))
         code, _, err = run(capsys, "import", str(path), "--stack", "m", "--store", store)
-        assert code in (0, 2) and "Traceback" not in err
+        # a traceback of repro's starts a line; a log's own (two Lambda logs hold one) may be quoted as its failure
+        assert code in (0, 2) and not any(line.startswith("Traceback") for line in err.splitlines()), err
 
 
 def test_a_file_too_large_for_a_log_is_refused_before_it_is_read(monkeypatch, tmp_path):

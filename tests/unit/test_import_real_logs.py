@@ -46,6 +46,12 @@ def _value(record: RunRecord, field: str) -> Any:
                    "nccl": record.software.get("nccl")})
     if field in direct:
         return direct[field]
+    fabric = record.fabric  # what the NCCL INFO lines among the run's lines say
+    if field in ("nccl_loaded", "intra_node", "inter_node", "network"):
+        if fabric is None:
+            return None
+        return {"nccl_loaded": fabric.version, "intra_node": fabric.path("intra"), "inter_node": fabric.path("inter"),
+                "network": ", ".join(fabric.network)}[field]
     if field == "figure":
         return record.metrics.get("time_to_accuracy_s") if s.workload == "tta" else record.reported_images_per_sec
     if field in ("reached", "final_top1"):

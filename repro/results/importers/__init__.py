@@ -6,7 +6,11 @@ Formats, one reader module each, and what each takes as a run's figure:
   interleaved or ``[1,R]<stdout>:``-tagged ranks; training and forward-only. Figure: ``total images/sec``.
 * Horovod's synthetic benchmarks (``horovod``): TensorFlow, Keras and PyTorch, tagged or not. Figure:
   ``Total img/sec on N GPU(s)``.
-* MLPerf training results (``mllog``): ``:::MLLOG`` events; time to accuracy.
+* MLPerf training results (``mllog``): ``:::MLLOG`` events; time to accuracy. The v0.5 and v0.6 line formats
+  (``mlperf_legacy``) are read as the events they stand for.
+* Bluefog's benchmark (``bluefog``), nccl-tests tables (``nccl_tests``), PyTorch's DDP benchmark (``torch_ddp``),
+  transformer training (``megatron``, ``torchtitan``, ``hf_trainer``, ``deepspeed``; the ``lm`` comparison kind).
+  NCCL INFO lines among a run's lines become the record's ``fabric`` (repro.results.nccl).
 * Published tables (repro.results.published): CSV rows of figures copied from papers and READMEs.
 
 The pieces: ``lines`` (numbering, rank tags, launcher prefixes), ``command`` (the command line a log

@@ -5,7 +5,7 @@ between backticks, split over lines with ``\\``, or behind environment assignmen
 (``LD_LIBRARY_PATH=... python3 tf_cnn_benchmarks.py ...``). A shell *assignment* such as
 ``RUN="srun ... $CMD"`` is not a command (nothing runs on that line) and is never taken for one.
 
-Launchers: ``mpirun``/``horovodrun`` ``-np N``/``-n N``, ``-H host:slots,...``/``--host``,
+Launchers: ``mpirun``/``horovodrun``/``bfrun`` (Bluefog's) ``-np N``/``-n N``, ``-H host:slots,...``/``--host``,
 ``-npernode N``; ``srun`` ``-n``/``--ntasks``, ``-N``/``--nodes``; ``torchrun`` ``--nproc_per_node N``,
 ``--nnodes M``. Of ``cmd1; cmd2`` only the command that runs the script is read.
 """
@@ -21,7 +21,7 @@ from repro.results.importers.lines import Line
 
 _PROMPT = re.compile(r"^\s*(?:[$#>+]+|\(\S+\)\s*\$|\[[^\]]*\][$#])\s+")  # $ # > >> + (set -x) (venv) $ [u@h d]$
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_LAUNCHERS = ("mpirun", "mpiexec", "horovodrun", "srun", "orterun", "torchrun")
+_LAUNCHERS = ("mpirun", "mpiexec", "horovodrun", "srun", "orterun", "torchrun", "bfrun")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ What rank 0 prints (examples/*/..._synthetic_benchmark.py): ``Model: ResNet50``,
 ``Iter #0: 185.9 img/sec per GPU`` (one figure per iteration of ``--num-batches-per-iter`` batches),
 ``Img/sec per GPU: 186.3 +-1.2`` and ``Total img/sec on 4 GPU(s): 745.2 +-4.8`` (size x the mean per
 device). The lines may be rank-tagged (``[1,0]<stdout>:``, horovodrun) or not (mpirun, srun). Ray SGD's
-benchmark prints the same lines.
+benchmark prints the same lines, and so does Bluefog's (examples/pytorch_benchmark.py under ``bfrun``): its runs
+are read by repro.results.importers.bluefog, not here (``program`` tells them apart).
 
 The run's figure is the ``Total img/sec`` line. The samples are each iteration's mean batch time
 (batch / img/sec); rank 0 stands for the synchronous job, so its step carries the global batch. Iteration
@@ -34,13 +35,16 @@ BYTEPS = "byteps_synthetic"
 SCRIPTS = ("pytorch_synthetic_benchmark.py", "tensorflow2_synthetic_benchmark.py",
            "tensorflow_synthetic_benchmark.py", "tensorflow2_keras_synthetic_benchmark.py",
            "tf2_keras_synthetic_benchmark.py", "keras_synthetic_benchmark.py", "synthetic_benchmark.py",
-           "benchmark_cross_barrier_byteps.py", "benchmark_byteps.py", "benchmark_byteps_ddp.py")
+           "benchmark_cross_barrier_byteps.py", "benchmark_byteps.py", "benchmark_byteps_ddp.py",
+           "pytorch_benchmark.py", "pytorch_opt_linear_speedup_test.py")  # the last two: Bluefog's
+BLUEFOG_SCRIPTS = SCRIPTS[-2:]
 # the flags the settings are read from; every other flag of the program's command line is a setting of its
 # own (extra.NAME), so that runs whose command lines differ are never pooled as repeats
 _MAPPED = {"model", "batch_size", "fp16_allreduce", "no_cuda"}
 DEFAULT_ITERS = 10  # --num-iters of every one of these programs
 DEFAULT_BATCH = 32  # --batch-size of every one of these programs
 
+_BFRUN = re.compile(r"^(?:\S*[$#>]\s+)?(?:\w+=\S*\s+)*(?:\S*/)?bfrun\s")  # a command Bluefog's launcher runs
 _MODEL = re.compile(r"^Model:\s*(\S+)")
 _BATCH = re.compile(r"^Batch size:\s*(\d+)\s*$")
 _DEVICES = re.compile(r"^Number of (GPU|CPU)s?:\s*(\d+)")
@@ -92,10 +96,13 @@ def _framework(script: str | None) -> str | None:
 
 
 def program(lines: Sequence[Line], script: str | None) -> str | None:
-    """Which program printed the run: BytePS's benchmark (bpslaunch, 'BytePS launching worker') or Horovod's;
-    None when the log does not tell (the output formats are the same)."""
+    """Which program printed the run: BytePS's benchmark (bpslaunch, 'BytePS launching worker'), Bluefog's
+    (its scripts, or launched by bfrun) or Horovod's; None when the log does not tell (the output formats are
+    the same)."""
     if (script and "byteps" in script) or any(line.bare.startswith("BytePS launching worker") for line in lines):
         return "byteps"
+    if script in BLUEFOG_SCRIPTS or any(_BFRUN.match(line.bare) for line in lines):
+        return "bluefog"
     if script and "synthetic_benchmark" in script:
         return "horovod"
     return None
@@ -300,10 +307,21 @@ def _warnings(elided: list[int], batch: int | None, has_iters: bool, total: tupl
     return out
 
 
-def groups(lines: Sequence[Line]) -> list[list[Line]]:
-    """The lines of each synthetic-benchmark run (groups without an iteration or summary are not ours)."""
+def all_groups(lines: Sequence[Line]) -> list[list[Line]]:
+    """The lines of each run these benchmarks' line format holds, whichever program printed it."""
     return [group for group in split.groups(lines, run_indexes(lines))
             if any(_kind(line) in ("iter", "total", "mean") for line in group)]
+
+
+def made_by(group: Sequence[Line]) -> str | None:
+    """The program that printed one run's lines (see `program`)."""
+    commands = find_commands(group, SCRIPTS)
+    return program(group, commands[-1].script if commands else None)
+
+
+def groups(lines: Sequence[Line]) -> list[list[Line]]:
+    """The lines of each Horovod (or BytePS) synthetic-benchmark run; Bluefog's are its own reader's."""
+    return [group for group in all_groups(lines) if made_by(group) != "bluefog"]
 
 
 def read(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> list[ParsedRun]:

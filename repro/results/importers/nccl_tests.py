@@ -16,7 +16,9 @@ lines (workers, hosts, the GPU model), and the program's own ``Avg bus bandwidth
 The collective comes from the command line (``all_reduce_perf``) or the ``Collective test concluded`` line;
 only all-reduce tables become records (a table whose collective the log does not name needs
 ``--set collective=all_reduce``). Older tables without the ``root`` column are read too. Pastes that lost the
-leading ``#`` of some lines (markdown) are read as printed.
+leading ``#`` of some lines (markdown) are read as printed. A table that ends in the program's own failure line
+(``host: Test NCCL failure common.cu:392 'unhandled cuda error ...'``) before any row is a failed run, kept with
+that line as its failure (its NCCL INFO lines, when present, say which path it was taking).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ _DEVICE = re.compile(r"^#?\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)
 _THREADS = re.compile(r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _COLLECTIVE = re.compile(r"\b(\w+?)_perf(?:_mpi)?\b")
 _CONCLUDED = re.compile(r"Collective test concluded:\s*(\w+?)_perf")
+# nccl-tests' common.cu: `<host>: Test NCCL failure <file>:<line> '<error>'` (also CUDA), then ` .. <host> pid N:
+# Test failure <file>:<line>` for each frame
+_FAILURE = re.compile(r"\bTest (?:NCCL|CUDA) failure\b.*$|\bTest failure\b.*$")
 _VERSION = re.compile(r"^#?\s*(nccl-tests|rccl-tests)?.*?\b(NCCL|RCCL) version\s+([\d.]+)", re.I)
 # nccl-tests' type names as repro's all-reduce workload names them
 _DTYPES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16", "int32": "int32",
@@ -84,7 +89,9 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     given = dict(given or {})
     header = next((line for line in lines if _HEADER.match(line.bare)), None)
     rows = [(line, m) for line in lines if header and line.number > header.number and (m := _ROW.match(line.bare))]
-    if header is None or not rows:
+    failure = next((m.group(0) for line in lines if header and line.number > header.number
+                    and (m := _FAILURE.search(line.bare))), None)
+    if header is None or (not rows and failure is None):
         raise error(file, (header or lines[0]).number, "an nccl-tests table without result rows (log cut?)",
                     "'   8   2   float   sum   -1   36.47   0.00   0.00   0 ...'")
     collective, where = _collective(lines)
@@ -127,11 +134,13 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         "stated": ["time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", *(["Avg bus bandwidth"] if avg else [])],
         "derived": {"latency_median": "the stated time in seconds (one figure per size: nccl-tests' mean)"},
     }
-    warnings = () if avg else ("no '# Avg bus bandwidth' line: the table's figure is unknown (log cut?)",)
+    warnings = () if avg or failure else (
+        "no '# Avg bus bandwidth' line: the table's figure is unknown (log cut?)",)
     return ParsedRun(format=NCCL_TESTS, file=file, first_line=lines[0].number, last_line=lines[-1].number,
                      settings=shown.values, where=shown.where, metrics=metrics, software=software,
                      devices=tuple(dict.fromkeys(m.group(3) for _, m in devices)), warnings=warnings,
-                     figure_line=avg[0].number if avg else None, tail=tail_of([line.text for line in lines]))
+                     figure_line=avg[0].number if avg else None, tail=tail_of([line.text for line in lines]),
+                     failure=failure if not rows else None)
 
 
 def _row(m: re.Match[str]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ that importing the same content again is recognised.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Mapping
@@ -19,27 +20,33 @@ from typing import Any
 
 from repro.errors import InputError
 from repro.results import steady
+from repro.results.fabric import Fabric
 from repro.results.importers import (
+    bluefog,
     deepspeed,
     hf_trainer,
     horovod,
     megatron,
     mllog,
+    mlperf_legacy,
     nccl_tests,
     tf_cnn,
+    torch_allreduce_bench,
     torch_ddp,
     torchtitan,
 )
 from repro.results.importers.lines import error, split_lines
 from repro.results.importers.runs import ParsedRun
 from repro.results.importers.settings import Override, to_settings
+from repro.results.nccl import parse as parse_nccl
 from repro.results.record import Hardware, RunRecord, StackRef, new_id, now_iso
 from repro.results.redact import redact_argv, redact_env, redact_tree
 
 # format -> its reader
 READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp,
            nccl_tests.NCCL_TESTS: nccl_tests, megatron.MEGATRON: megatron, torchtitan.TORCHTITAN: torchtitan,
-           hf_trainer.HF_TRAINER: hf_trainer, deepspeed.DEEPSPEED: deepspeed}
+           hf_trainer.HF_TRAINER: hf_trainer, deepspeed.DEEPSPEED: deepspeed, bluefog.BLUEFOG: bluefog,
+           mlperf_legacy.MLPERF_LEGACY: mlperf_legacy, torch_allreduce_bench.TORCH_ALLREDUCE: torch_allreduce_bench}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -76,7 +83,8 @@ def read_runs(text: str, file: str = "<log>", fmt: str = "auto", given: Given | 
         first, last = _span(reader, group)
         mine = given(index, first, last) if callable(given) else (given or {})
         try:
-            runs.append((index, reader.read_run(group, file, mine)))
+            run = reader.read_run(group, file, mine)
+            runs.append((index, dataclasses.replace(run, fabric=nccl_fabric(group))))
         except InputError as exc:
             exc.span = (first, last)  # type: ignore[attr-defined]  # where the fragment starts, for warnings
             fragments.append(exc)
@@ -89,6 +97,16 @@ def read_runs(text: str, file: str = "<log>", fmt: str = "auto", given: Given | 
                     + " (repro import --format NAME reads a file as that format only)",
                     "no line of any of these formats" if first else "an empty file")
     return runs, fragments
+
+
+def nccl_fabric(lines: list) -> Fabric | None:
+    """What the NCCL INFO/WARN lines among a run's lines say (the parser of measured runs), None without any."""
+    texts = [line.text for line in lines]
+    # only prefixed NCCL lines count: the parser's stripped-prefix fallback would read any `Using network` prose
+    if not any("NCCL INFO" in text or "NCCL WARN" in text for text in texts):
+        return None
+    fabric = parse_nccl("\n".join(texts))
+    return fabric if fabric.lines else None
 
 
 def read_log(text: str, file: str = "<log>", fmt: str = "auto", given: Given | None = None) -> list[ParsedRun]:
@@ -119,7 +137,8 @@ def to_record(run: ParsedRun, stack: StackRef, overrides: Mapping[str, Override]
         origin="import", stack=stack, settings=settings, runtime="imported", ranks=steady.annotate(run.ranks),
         hardware=hardware, command=redact_argv(list(run.command)), env=redact_env(dict(run.env)),
         software=dict(run.software), metrics=metrics, reported_images_per_sec=figure,
-        log_tail=redact_tree(run.tail))  # a log's NAME=value lines and secret-shaped text are not stored
+        log_tail=redact_tree(run.tail),  # a log's NAME=value lines and secret-shaped text are not stored
+        fabric=run.fabric)
 
 
 def provenance(run: ParsedRun, settings: Any, overrides: Mapping[str, Override]) -> dict[str, Any]:

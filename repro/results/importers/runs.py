@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from repro.results.fabric import Fabric
 from repro.results.record import RankResult
 
 TAIL_LINES = 30
@@ -49,6 +50,7 @@ class ParsedRun:
     failure: str | None = None  # the run failed (its error), rather than measured
     warnings: tuple[str, ...] = ()
     tail: str = ""
+    fabric: Fabric | None = None  # what NCCL's INFO/WARN lines among the run's lines say (repro.results.nccl)
 
     @property
     def lines(self) -> str:

@@ -1,7 +1,7 @@
 """What the transformer-training readers share (pure): a run's logged steps summed up as a throughput record.
 
 Megatron-LM, torchtitan and the Hugging Face Trainer log different lines, but the records they give have one shape
-(throughput kind; ``repro.compare``'s ``lm`` kind can take them over by workload name):
+(the ``lm`` comparison kind, by workload name: repro.workloads.catalog.IMPORTED_KINDS):
 
     settings.workload             megatron | torchtitan | hf_trainer
     reported_images_per_sec       the run's figure: tokens/sec of the whole job where known, else samples/sec
@@ -96,7 +96,8 @@ def training_run(fmt: str, program: str, lines: Sequence[Line], file: str, shown
     if len(times) == len(steps) and times and isinstance(batch, int):
         # each logged interval's time per iteration is a sample of the job's step time (the first: its warm-up)
         derived["step times"] = "each logged interval's stated time per iteration (the first one: warm-up)"
-        ranks = (RankResult(rank=0, warmup_times=times[:1] if len(times) > 1 else [],
+        # device "": these logs name no device (RankResult's default "CPU" would read as CPU hardware in compare)
+        ranks = (RankResult(rank=0, device="", warmup_times=times[:1] if len(times) > 1 else [],
                             step_times=times[1:] if len(times) > 1 else times, items_per_step=batch),)
     metrics["derived"] = {**derived, **({"figure": f"the run's {figure_name}"} if figure_name else {})}
     warnings = () if figure_name else (

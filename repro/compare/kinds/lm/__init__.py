@@ -36,7 +36,7 @@ class Transformer(Kind):
     metrics = LmMetrics
 
     def summary(self, record: RunRecord) -> str:
-        from repro.compare.kinds.lm.metrics import memory_text, mfu, peak_memory
+        from repro.compare.kinds.lm.metrics import memory_text, mfu, peak_memory, unit
         from repro.results.metrics import throughput
 
         tps = throughput(record)
@@ -47,12 +47,13 @@ class Transformer(Kind):
         memory = peak_memory([record])
         extra = "".join(f", {x}" for x in (f"MFU {used:.1%}" if used else "",
                                              f"peak {memory_text(memory)}/rank" if memory else "") if x)
-        return f"{tps:.1f} {UNIT}{extra} {took}"
+        return f"{tps:.1f} {unit([record])}{extra} {took}"
 
     def headline(self, record: RunRecord) -> tuple[float | None, str]:
+        from repro.compare.kinds.lm.metrics import unit
         from repro.results.metrics import throughput
 
-        return throughput(record), UNIT
+        return throughput(record), unit([record])  # an imported log's samples/sec is not labelled tokens
 
     def warnings(self, record: RunRecord, warmup: str) -> tuple[str, ...]:
         from repro.results import steady

@@ -26,6 +26,10 @@ class LmMetrics(KindMetrics):
     peak_memory_bytes: Number = None  # the largest peak memory of the run's ranks
     loss_first: Number = None  # rank 0's
     loss_last: Number = None
+    # stated by imported logs only (never derived from figures a log does not give)
+    tflops_per_gpu: Number = None  # Megatron's `throughput per GPU (TFLOP/s/GPU)`, torchtitan's `tflops`
+    mfu: Number = None  # torchtitan's `mfu`, a fraction
+    items: str | None = None  # what the log's figure counts: "tokens" or "samples"
 
 
 def read(records: Sequence[RunRecord]) -> list[LmMetrics]:
@@ -56,16 +60,33 @@ def flops_per_token(records: Sequence[RunRecord]) -> float | None:
 
 
 def tflops_per_device(tokens_per_sec: float | None, records: Sequence[RunRecord], workers: int) -> float | None:
-    """Model TFLOP/s per device at `tokens_per_sec` (the whole job's)."""
+    """Model TFLOP/s per device at `tokens_per_sec` (the whole job's); for imported logs that state it instead of
+    the FLOPs per token (Megatron's `throughput per GPU (TFLOP/s/GPU)`, torchtitan's `tflops`), the stated mean."""
     flops = flops_per_token(records)
+    if flops is None:
+        return stated(records, "tflops_per_gpu")
     return tokens_per_sec / workers * flops / 1e12 if tokens_per_sec and flops else None
 
 
 def mfu(tokens_per_sec: float | None, records: Sequence[RunRecord], workers: int) -> float | None:
-    """Model FLOPs utilisation at `tokens_per_sec`, where the records name the device's sourced peak."""
+    """Model FLOPs utilisation at `tokens_per_sec`, where the records name the device's sourced peak; for imported
+    logs that state it (torchtitan's `mfu`), the stated mean (never derived from figures the log does not give)."""
     peak = _common(m.peak_flops for m in read(records))
+    if peak is None and flops_per_token(records) is None:
+        return stated(records, "mfu")
     tflops = tflops_per_device(tokens_per_sec, records, workers)
     return tflops * 1e12 / peak if tflops and peak else None
+
+
+def stated(records: Sequence[RunRecord], name: str) -> float | None:
+    """The mean of a figure imported logs state (`tflops_per_gpu`, `mfu`), over the records whose log states it."""
+    return mean(getattr(m, name) for m in read([r for r in records if r.origin == "import"]))
+
+
+def unit(records: Sequence[RunRecord]) -> str:
+    """What the records' figure counts: samples/sec where every imported log states samples (Megatron without
+    tokens, the Hugging Face Trainer), else tokens/sec."""
+    return "samples/sec" if {m.items for m in read(records)} == {"samples"} else UNIT
 
 
 def peak_memory(records: Sequence[RunRecord]) -> float | None:

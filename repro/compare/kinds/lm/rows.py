@@ -41,6 +41,8 @@ class LmRow:
     base: ThroughputRow
     old: LmSide
     new: LmSide
+    unit: str = metrics.UNIT  # samples/sec where both sides' imported logs count samples (metrics.unit)
+    notes: tuple[str, ...] = ()
 
     @property
     def key(self) -> Any:
@@ -60,7 +62,7 @@ class LmRow:
         """Why the row is a regression ('' when it is not): the lm kind's regression rule."""
         said = []
         if self.base.ratio.verdict == stats.SLOWER:
-            said.append("tokens/sec slower")
+            said.append(f"{self.unit} slower")
         if self.memory_ratio is not None and self.memory_ratio > 1 + MEMORY_GROWTH:
             said.append(f"peak memory +{self.memory_ratio - 1:.0%}")
         return "; ".join(said)
@@ -82,15 +84,20 @@ def lm_rows(pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequence[RunRe
     rows = []
     for base, pair in zip(throughput_rows(pairs, old, new, options), pairs, strict=True):
         workers = base.settings.workers
+        units = metrics.unit(pair.old.records), metrics.unit(pair.new.records)
+        # a ratio of samples/sec to tokens/sec means nothing: said beside the row (imported logs count either)
+        notes = (f"OLD counts {units[0]}, NEW {units[1]}: NEW/OLD compares different units",) \
+            if units[0] != units[1] else ()
         rows.append(LmRow(base, _side(pair.old.records, base.old.images_per_sec, workers),
-                          _side(pair.new.records, base.new.images_per_sec, workers)))
+                          _side(pair.new.records, base.new.images_per_sec, workers), units[0], notes))
     return tuple(rows)
 
 
 def as_dict(row: LmRow) -> dict[str, Any]:
     """A row's raw numbers (json, csv)."""
     r = row.base
-    out: dict[str, Any] = {"tokens_per_sec_old": r.old.images_per_sec, "tokens_per_sec_new": r.new.images_per_sec,
+    figure = "samples_per_sec" if row.unit == "samples/sec" else "tokens_per_sec"
+    out: dict[str, Any] = {f"{figure}_old": r.old.images_per_sec, f"{figure}_new": r.new.images_per_sec,
                            "ratio": r.ratio.ratio, "low": r.ratio.low, "high": r.ratio.high,
                            "verdict": r.ratio.verdict, "method": r.ratio.method, "runs_old": r.old.runs,
                            "runs_new": r.new.runs, "memory_ratio": row.memory_ratio, "regression": row.regression,

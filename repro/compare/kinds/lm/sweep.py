@@ -15,6 +15,7 @@ from repro.compare.kinds.lm.metrics import (
     mfu,
     peak_memory,
     tflops_per_device,
+    unit,
 )
 from repro.compare.kinds.throughput.sweep import STEP_FOOTNOTE, interval_caption
 from repro.formats import Column, Document, Table, number, percent
@@ -62,10 +63,11 @@ def sweep_document(records: Sequence[RunRecord], *, warmup: str = "fixed",
     rows = metrics.scaling(metrics.points(records, warmup=warmup), baseline_workers=baseline_workers)
     data = [point_data(r) for r in sorted(rows, key=lambda r: (r.point.stack, str(r.point.settings.extra),
                                                                r.point.workers))]
+    figure = unit(records)  # samples/sec for imported logs that count samples (the data's key stays tokens_per_sec)
     varying = [k for k in ("stack", "model", "batch", "precision", "compile") if len({str(d[k]) for d in data}) > 1]
     extras = sorted({k for d in data for k in d["extra"] if len({str(x["extra"].get(k)) for x in data}) > 1})
     columns = [*(Column(k) for k in varying), *(Column(k.replace("_", " ")) for k in extras),
-               Column("workers", True), Column(UNIT, True), Column("±", True), Column("per worker", True),
+               Column("workers", True), Column(figure, True), Column("±", True), Column("per worker", True),
                Column("speedup", True), Column("efficiency", True), Column("TFLOP/s/dev", True), Column("MFU", True),
                Column("peak mem/rank", True), Column("loss first → last", True), Column("runs", True)]
     cells = tuple((*(str(d[k]) for k in varying), *(str(d["extra"].get(k, "-")) for k in extras), str(d["workers"]),
@@ -76,12 +78,14 @@ def sweep_document(records: Sequence[RunRecord], *, warmup: str = "fixed",
     fixed = {k: data[0][k] for k in ("stack", "model", "batch", "precision") if k not in varying} if data else {}
     shared = {k: v for k, v in (data[0]["extra"].items() if data else ()) if k not in extras}
     caption = [" · ".join(f"{k.replace('_', ' ')} {v}" for k, v in {**fixed, **shared}.items() if v is not None),
-               interval_caption().replace("images/sec", UNIT),
-               "per worker: tokens/sec / workers; speedup and efficiency as for images/sec (docs/statistics.md)",
+               interval_caption().replace("images/sec", figure),
+               f"per worker: {figure} / workers; speedup and efficiency as for images/sec (docs/statistics.md)",
                "TFLOP/s/dev: tokens/sec per device x model FLOPs per token (6N + 12·L·H·Q·T, docs/lm.md); MFU: "
                "that / the device's sourced peak at the run's precision ('-': none known, e.g. any CPU)",
                "peak mem/rank: the largest over ranks and runs (GPU: torch.cuda.max_memory_allocated; CPU: peak RSS)"]
+    if any(r.origin == "import" for r in records):
+        caption.append("imported logs: TFLOP/s/dev and MFU as the log states them, '-' where it does not")
     notes = [STEP_FOOTNOTE] if any(d["scope"] == stats.STEPS_SCOPE and _noise(d) != "-" for d in data) else []
-    table = Table(tuple(columns), cells, tuple(data), title="Transformer training (lm): tokens/sec",
+    table = Table(tuple(columns), cells, tuple(data), title=f"Transformer training (lm): {figure}",
                   caption=tuple(c for c in caption if c), notes=tuple(notes), name="lm")
     return Document((table,), data=data)
