@@ -25,15 +25,13 @@ import os
 import sys
 from pathlib import Path
 
-from _peer import default_threads, printed, repro_metric, run_pairs, timed_steps, torchrun
+from _peer import default_threads, printed, repro_metric, run_pairs, start_worker, timed_steps, torchrun
 
-REPO = Path(__file__).resolve().parents[1]
 RESULT = "PEER_RESULT "
 
 
 def plain_worker(args: argparse.Namespace) -> None:
     """One rank of the bare loop (run by torchrun); rank 0 prints PEER_RESULT."""
-    sys.path.insert(0, str(REPO))
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
@@ -41,14 +39,8 @@ def plain_worker(args: argparse.Namespace) -> None:
 
     from repro.workloads import torch_models as models
 
-    cuda = torch.cuda.is_available()
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if args.intra_threads:
-        torch.set_num_threads(args.intra_threads)
-    if cuda:
-        torch.cuda.set_device(local_rank)
-    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
-    dist.init_process_group(args.dist_backend if args.dist_backend != "auto" else ("nccl" if cuda else "gloo"))
+    device, local_rank = start_worker(args)
+    cuda = device.type == "cuda"
     torch.manual_seed(args.seed)
     fmt = torch.channels_last if args.data_format == "NHWC" else torch.contiguous_format
     classes = models.default_num_classes(args.model)
