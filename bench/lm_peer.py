@@ -22,32 +22,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from _peer import default_threads, printed, repro_metric, run_pairs, start_worker, timed_steps, torchrun
+
 RESULT = "PEER_RESULT "
 
 
 def plain_worker(args: argparse.Namespace) -> None:
     """One rank of the bare loop (run by torchrun); rank 0 prints PEER_RESULT."""
-    sys.path.insert(0, str(REPO))
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
 
     from repro.workloads import lm_model, lm_net
 
-    cuda = torch.cuda.is_available()
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.set_num_threads(args.intra_threads)
-    if cuda:
-        torch.cuda.set_device(local_rank)
-    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
-    dist.init_process_group(args.dist_backend if args.dist_backend != "auto" else ("nccl" if cuda else "gloo"))
+    device, local_rank = start_worker(args)
+    cuda = device.type == "cuda"
     rank, world = dist.get_rank(), dist.get_world_size()
     shape = lm_model.PRESETS[args.model]
     precision = args.precision or ("bf16" if cuda else "fp32")
@@ -85,21 +77,9 @@ def plain_worker(args: argparse.Namespace) -> None:
         optimizer.step()
         return loss
 
-    for _ in range(args.warmup_steps):
-        step()
-    if cuda:
-        torch.cuda.synchronize()
-    dist.barrier()
-    began = time.perf_counter()
-    for _ in range(args.steps):
-        loss = step()
-    loss.item()
-    if cuda:
-        torch.cuda.synchronize()
-    elapsed = torch.tensor([time.perf_counter() - began], dtype=torch.float64, device=device)
-    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+    elapsed = timed_steps(step, args, device)
     if rank == 0:
-        tps = args.batch_size * args.seq_len * world * args.steps / float(elapsed.item())
+        tps = args.batch_size * args.seq_len * world * args.steps / elapsed
         print(RESULT + json.dumps({"tokens_per_sec": tps, "workers": world,
                                    "device": torch.cuda.get_device_name(0) if cuda else "CPU"}), flush=True)
     dist.destroy_process_group()
@@ -113,30 +93,16 @@ def common_args(args: argparse.Namespace) -> list[str]:
     return out + (["--activation-checkpointing"] if args.activation_checkpointing else [])
 
 
-def torchrun(args: argparse.Namespace, command: list[str]) -> str:
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-            f"--nproc-per-node={args.workers}", "--no-python", sys.executable, *command]
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc.stdout
-
-
 def run_plain(args: argparse.Namespace) -> float:
     extra = ["--compile"] if args.compile else []
     out = torchrun(args, [str(Path(__file__).resolve()), "--worker", *common_args(args), *extra])
-    line = [x for x in out.splitlines() if x.startswith(RESULT)][-1]
-    return float(json.loads(line[len(RESULT):])["tokens_per_sec"])
+    return printed(out, RESULT, "tokens_per_sec")
 
 
 def run_repro(args: argparse.Namespace) -> float:
     extra = ["--xla"] if args.compile else []
     out = torchrun(args, ["-m", "repro.workloads.lm", *common_args(args), *extra, "--inter-threads", "1"])
-    sys.path.insert(0, str(REPO))
-    from repro.launch.workloads import find_result  # the result line whole again, printed in parts or not
-
-    return float(find_result(out)["metrics"]["tokens_per_sec"])
+    return repro_metric(out, "tokens_per_sec")
 
 
 def main() -> int:
@@ -164,40 +130,13 @@ def main() -> int:
         return 0
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if not args.intra_threads:  # both sides get the same explicit value (torchrun would set OMP_NUM_THREADS=1)
-        args.intra_threads = max(1, len(os.sched_getaffinity(0)) // args.workers)
+    default_threads(args)
 
     print(f"lm {args.model}, {args.batch_size} x {args.seq_len} tokens/worker x {args.workers} workers, "
           f"{args.parallelism}, {args.precision or 'auto'}, checkpointing {args.activation_checkpointing}, compile "
           f"{args.compile}, {args.warmup_steps} warm-up + {args.steps} steps, {args.intra_threads} threads/worker, "
           f"{args.repeats} pairs; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
-    sides = {"plain": run_plain, "repro": run_repro}
-    names = list(sides) if args.side == "both" else [args.side]
-    found: dict[str, list[float]] = {name: [] for name in names}
-    for repeat in range(args.repeats):
-        order = names if repeat % 2 == 0 else list(reversed(names))
-        for name in order:
-            found[name].append(sides[name](args))
-        print(f"  pair {repeat + 1} ({' then '.join(order)}): "
-              + ", ".join(f"{n} {found[n][-1]:.1f}" for n in names) + " tokens/sec", flush=True)
-    print(f"load average at the end {os.getloadavg()[0]:.2f} (1 min), {os.getloadavg()[1]:.2f} (5 min): a ratio "
-          "measured beside other work is noise, whatever its interval", flush=True)
-    if args.side != "both":
-        value = statistics.median(found[args.side])
-        print(RESULT + json.dumps({"side": args.side, "tokens_per_sec": value, "runs": found[args.side]}))
-        return 0
-    sys.path.insert(0, str(REPO))
-    from repro.results import stats
-
-    pairs = list(zip(found["plain"], found["repro"], strict=True))
-    result = stats.compare_pairs(pairs, confidence=0.95, threshold=0.02)
-    for name in names:
-        print(f"{name:5s} median {statistics.median(found[name]):10.1f} tokens/sec")
-    interval = f"[{result.low:.4f}, {result.high:.4f}]" if result.low is not None else "(too few pairs)"
-    print(f"repro/plain: geometric mean of {len(pairs)} pair ratios {result.ratio:.4f}, 95% interval {interval} "
-          f"(goal >= 0.98); per pair: {', '.join(f'{r / p:.3f}' for p, r in pairs)}")
-    return 0
-
+    return run_pairs(args, {"plain": run_plain, "repro": run_repro}, "tokens_per_sec", "tokens/sec", RESULT)
 
 if __name__ == "__main__":
     sys.exit(main())

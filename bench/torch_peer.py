@@ -22,20 +22,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from _peer import default_threads, printed, repro_metric, run_pairs, start_worker, timed_steps, torchrun
+
 RESULT = "PEER_RESULT "
-GOAL = 0.98  # repro's loop may cost at most 2% against the bare one
 
 
 def plain_worker(args: argparse.Namespace) -> None:
     """One rank of the bare loop (run by torchrun); rank 0 prints PEER_RESULT."""
-    sys.path.insert(0, str(REPO))
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
@@ -43,14 +39,8 @@ def plain_worker(args: argparse.Namespace) -> None:
 
     from repro.workloads import torch_models as models
 
-    cuda = torch.cuda.is_available()
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if args.intra_threads:
-        torch.set_num_threads(args.intra_threads)
-    if cuda:
-        torch.cuda.set_device(local_rank)
-    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
-    dist.init_process_group(args.dist_backend if args.dist_backend != "auto" else ("nccl" if cuda else "gloo"))
+    device, local_rank = start_worker(args)
+    cuda = device.type == "cuda"
     torch.manual_seed(args.seed)
     fmt = torch.channels_last if args.data_format == "NHWC" else torch.contiguous_format
     classes = models.default_num_classes(args.model)
@@ -73,20 +63,7 @@ def plain_worker(args: argparse.Namespace) -> None:
         scaler.update()
         return loss
 
-    for _ in range(args.warmup_steps):
-        step()
-    if cuda:
-        torch.cuda.synchronize()
-    dist.barrier()
-    began = time.perf_counter()
-    for _ in range(args.steps):
-        loss = step()
-    loss.item()
-    if cuda:
-        torch.cuda.synchronize()
-    elapsed = torch.tensor([time.perf_counter() - began], dtype=torch.float64, device=device)
-    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-    slowest = float(elapsed.item())
+    slowest = timed_steps(step, args, device)
     world = dist.get_world_size()
     if dist.get_rank() == 0:
         print(RESULT + json.dumps({"images_per_sec": args.batch_size * world * args.steps / slowest,
@@ -102,20 +79,9 @@ def common_args(args: argparse.Namespace) -> list[str]:
     return out + (["--compile"] if args.compile else [])
 
 
-def torchrun(args: argparse.Namespace, command: list[str]) -> str:
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-            f"--nproc-per-node={args.workers}", "--no-python", sys.executable, *command]
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc.stdout
-
-
 def run_plain(args: argparse.Namespace) -> float:
     out = torchrun(args, [str(Path(__file__).resolve()), "--worker", *common_args(args), "--seed", str(args.seed)])
-    line = [x for x in out.splitlines() if x.startswith(RESULT)][-1]
-    return float(json.loads(line[len(RESULT):])["images_per_sec"])
+    return printed(out, RESULT, "images_per_sec")
 
 
 def run_repro(args: argparse.Namespace) -> float:
@@ -123,10 +89,7 @@ def run_repro(args: argparse.Namespace) -> float:
     command = ["-m", "repro.workloads.torch_cnn", *[a for a in common_args(args) if a != "--compile"], *compile_flag,
                "--inter-threads", "1", "--seed", str(args.seed)]
     out = torchrun(args, command)
-    sys.path.insert(0, str(REPO))
-    from repro.launch.workloads import find_result  # the result line whole again, printed in parts or not
-
-    return float(find_result(out)["metrics"]["images_per_sec"])
+    return repro_metric(out, "images_per_sec")
 
 
 def main() -> int:
@@ -150,38 +113,13 @@ def main() -> int:
     if args.worker:
         plain_worker(args)
         return 0
-    if not args.intra_threads:  # both sides get the same explicit value (torchrun would set OMP_NUM_THREADS=1)
-        args.intra_threads = max(1, len(os.sched_getaffinity(0)) // args.workers)
+    default_threads(args)
 
     print(f"model {args.model}, batch {args.batch_size}/worker x {args.workers} workers, {args.precision}, "
           f"{args.data_format}, compile {args.compile}, {args.warmup_steps} warm-up + {args.steps} steps, "
           f"{args.intra_threads} threads/worker, {args.repeats} repeats, sides: {args.side}; load average "
           f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
-    sides = {"plain": run_plain, "repro": run_repro}
-    names = list(sides) if args.side == "both" else [args.side]
-    found: dict[str, list[float]] = {name: [] for name in names}
-    for repeat in range(args.repeats):
-        order = names if repeat % 2 == 0 else list(reversed(names))
-        for name in order:
-            value = sides[name](args)
-            found[name].append(value)
-            print(f"  repeat {repeat + 1} {name:5s} {value:10.2f} images/sec", flush=True)
-    print(f"load average at the end {os.getloadavg()[0]:.2f} (1 min), {os.getloadavg()[1]:.2f} (5 min): a ratio "
-          "measured beside other work is noise, whatever its median", flush=True)
-    medians = {name: statistics.median(values) for name, values in found.items()}
-    for name, value in medians.items():
-        print(f"{name:5s} median {value:10.2f} images/sec")
-    if args.side == "both":
-        from repro.results.stats import goal_check
-
-        pairs = list(zip(found["plain"], found["repro"]))  # noqa: B905
-        print(goal_check(pairs, GOAL).line("ratio repro/plain, geometric mean of the pairs"))
-        print(f"  per pair: {', '.join(f'{r / p:.3f}' for p, r in pairs)}; ratio of the medians "
-              f"{medians['repro'] / medians['plain']:.4f}")
-    else:
-        print(RESULT + json.dumps({"side": args.side, "images_per_sec": medians[args.side], "runs": found[args.side]}))
-    return 0
-
+    return run_pairs(args, {"plain": run_plain, "repro": run_repro}, "images_per_sec", "images/sec", RESULT)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -177,14 +177,18 @@ while IFS= read -r name; do pip_env+=(-e "$name"); done < <(env | sed -nE 's/^(P
 # fails ("unable to apply caps") where this process's bounding set lacks one (a VM sandbox that drops
 # CAP_SYS_RESOURCE, for one). So: every capability this machine has, no seccomp or AppArmor profile, no masked
 # /proc paths, every device, and /sys read-write (the machine's, with its cgroup hierarchies, which the new
-# machine's Docker engines and `ip netns exec` need), which is what --privileged gives.
+# machine's Docker engines and `ip netns exec` need), which is what --privileged gives. /sys/fs/cgroup is named
+# on its own: otherwise Docker still mounts its read-only view of the container's own cgroups there, under the
+# machine's, and the new machine's runc picks that one (its root is the container's cgroup, so the path runc
+# derives for a container's cgroup mount does not exist: "error mounting cgroup to rootfs ... stat
+# /sys/fs/cgroup/<id>", every `docker run` and `docker build` RUN step).
 CAPS=(chown dac_override dac_read_search fowner fsetid kill setgid setuid setpcap linux_immutable net_bind_service
   net_broadcast net_admin net_raw ipc_lock ipc_owner sys_module sys_rawio sys_chroot sys_ptrace sys_pacct sys_admin
   sys_boot sys_nice sys_resource sys_time sys_tty_config mknod lease audit_write audit_control setfcap mac_override
   mac_admin syslog wake_alarm block_suspend audit_read perfmon bpf checkpoint_restore)
 bounding=$((16#$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status)))
 PRIVILEGES=(--cap-add ALL --security-opt seccomp=unconfined --security-opt apparmor=unconfined
-  --security-opt systempaths=unconfined --device-cgroup-rule 'a *:* rwm' -v /sys:/sys)
+  --security-opt systempaths=unconfined --device-cgroup-rule 'a *:* rwm' -v /sys:/sys -v /sys/fs/cgroup:/sys/fs/cgroup)
 for i in "${!CAPS[@]}"; do
   if (((bounding >> i) & 1)); then continue; fi
   PRIVILEGES+=(--cap-drop "${CAPS[$i]^^}")

@@ -198,20 +198,16 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         optimizer.step()
         return float(loss.item())
 
-    sync = timing.device_of(torch, device)
-    warmup_times: list[float] = []
-    step_times: list[float] = []
-    losses: list[float] = []
-    total = args.warmup_steps + args.steps
-    for step in range(total):
-        loss, elapsed = timing.time_step(lambda s=step: train_step(s), sync)
+    def after(number: int, total: int, loss: float, elapsed: float) -> None:
         if not math.isfinite(loss):
-            raise WorkloadError(f"the loss is {loss} at step {step + 1} of {total} on rank {world.rank}: the run "
+            raise WorkloadError(f"the loss is {loss} at step {number} of {total} on rank {world.rank}: the run "
                                 "is not a measurement of training")
-        (warmup_times if step < args.warmup_steps else step_times).append(elapsed)
-        losses.append(loss)
-        if world.rank == 0 and (step + 1) % 5 == 0:
-            common.log(f"lm: step {step + 1}/{total} loss {loss:.4f} {elapsed * 1000:.1f} ms")
+        if world.rank == 0 and number % 5 == 0:
+            common.log(f"lm: step {number}/{total} loss {loss:.4f} {elapsed * 1000:.1f} ms")
+
+    measured = timing.run_steps(train_step, timing.device_of(torch, device), args.warmup_steps, args.steps,
+                                after=after)
+    warmup_times, step_times, losses = measured.warmup_times, measured.step_times, measured.losses
 
     settings.update(global_batch=batch * world.size, dist_backend=backend, **common.runtime_settings(world))
     record = common.rank_record(world, warmup_times, step_times, batch * seq_len)

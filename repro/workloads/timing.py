@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -51,3 +52,28 @@ def time_step(step: Callable[[], T], device: Device, clock: Callable[[], float] 
 def device_of(torch: Any, device: Any) -> Device:
     """The synchronizable device for a torch.device: torch.cuda for a CUDA device, else the CPU."""
     return torch.cuda if getattr(device, "type", "cpu") == "cuda" else CPU_DEVICE
+
+
+@dataclass(frozen=True)
+class Steps:
+    """What a training loop measured: warm-up and measured step times (seconds) and every step's loss."""
+
+    warmup_times: list[float]
+    step_times: list[float]
+    losses: list[float]
+
+
+def run_steps(train_step: Callable[[int], float], device: Device, warmup: int, steps: int, *,
+              after: Callable[[int, int, float, float], None] | None = None,
+              clock: Callable[[], float] = time.perf_counter) -> Steps:
+    """`warmup` then `steps` calls of train_step(index) (it returns the loss), each timed by `time_step`;
+    `after(number, total, loss, seconds)` sees each step once it is done (to check the loss or log progress)."""
+    out = Steps([], [], [])
+    total = warmup + steps
+    for index in range(total):
+        loss, elapsed = time_step(lambda i=index: train_step(i), device, clock)
+        if after is not None:
+            after(index + 1, total, loss, elapsed)
+        (out.warmup_times if index < warmup else out.step_times).append(elapsed)
+        out.losses.append(loss)
+    return out

@@ -110,17 +110,13 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
         scaler.update()
         return float(loss.item())
 
-    sync = timing.device_of(torch, device)
-    warmup_times: list[float] = []
-    step_times: list[float] = []
-    losses: list[float] = []
-    total = args.warmup_steps + args.steps
-    for step in range(total):
-        loss, elapsed = timing.time_step(train_step, sync)
-        (warmup_times if step < args.warmup_steps else step_times).append(elapsed)
-        losses.append(loss)
-        if world.rank == 0 and (step + 1) % 10 == 0:
-            common.log(f"torch_cnn: step {step + 1}/{total} loss {loss:.4f} {elapsed * 1000:.1f} ms")
+    def after(number: int, total: int, loss: float, elapsed: float) -> None:
+        if world.rank == 0 and number % 10 == 0:
+            common.log(f"torch_cnn: step {number}/{total} loss {loss:.4f} {elapsed * 1000:.1f} ms")
+
+    measured = timing.run_steps(lambda _index: train_step(), timing.device_of(torch, device), args.warmup_steps,
+                                args.steps, after=after)
+    warmup_times, step_times, losses = measured.warmup_times, measured.step_times, measured.losses
 
     settings.update(global_batch=batch * world.size, params=params, dist_backend=backend,
                     **common.runtime_settings(world))

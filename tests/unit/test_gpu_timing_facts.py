@@ -3,8 +3,10 @@ the parsing of nvidia-smi's real output into the GPU facts the torch workloads r
 
 from __future__ import annotations
 
+import pytest
+
 from repro.workloads.gpu_facts import parse_query, parse_topology
-from repro.workloads.timing import CPU_DEVICE, time_step
+from repro.workloads.timing import CPU_DEVICE, run_steps, time_step
 
 
 class FakeClock:
@@ -56,6 +58,30 @@ def test_work_queued_before_the_step_is_not_counted_in_it():
     _, elapsed = time_step(lambda: device.launch(0.1), device, clock)
     assert abs(elapsed - 0.1) < 1e-9
     assert device.synchronized == 2
+
+
+def test_a_training_loop_keeps_warm_up_apart_and_sees_each_step_once():
+    clock = FakeClock()
+    device = QueuedDevice(clock)
+    seen = []
+
+    def train_step(index: int) -> float:
+        device.launch(0.1 * (index + 1))
+        return 10.0 - index
+
+    out = run_steps(train_step, device, 2, 3, after=lambda *a: seen.append(a), clock=clock)
+    assert out.warmup_times == pytest.approx([0.1, 0.2]) and out.step_times == pytest.approx([0.3, 0.4, 0.5])
+    assert out.losses == [10.0, 9.0, 8.0, 7.0, 6.0]
+    assert [(n, t, loss) for n, t, loss, _ in seen] == [(n, 5, 11.0 - n) for n in range(1, 6)]
+
+
+def test_a_check_after_a_step_stops_the_loop_before_it_is_counted():
+    def after(number: int, total: int, loss: float, seconds: float) -> None:
+        if number == 2:
+            raise ValueError(f"loss {loss} at step {number} of {total}")
+
+    with pytest.raises(ValueError, match="at step 2 of 4"):
+        run_steps(lambda i: float(i), CPU_DEVICE, 1, 3, after=after)
 
 
 def test_on_the_cpu_the_rule_costs_nothing_and_times_the_host():
