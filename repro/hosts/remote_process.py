@@ -10,21 +10,29 @@ import signal
 import subprocess
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from repro import children
-
-if TYPE_CHECKING:
-    from repro.hosts.remote import Remote
 
 # What one command may print on each stream before it is stopped (the most repro reads: job logs, NCCL files).
 MAX_OUTPUT_BYTES = 64 << 20
 
 
+class Connection(Protocol):
+    """What a process needs of the host it runs on (repro.hosts.remote.Remote; a protocol: no import cycle)."""
+
+    host: Any  # the inventory Host: .name, .local
+    connect_timeout: float
+
+    def _client(self) -> Any:
+        """The host's SSH client, connected."""
+        ...
+
+
 class RemoteProcess:
     """A command running on a host (local subprocess or SSH channel) whose output is collected."""
 
-    def __init__(self, remote: Remote, argv: list[str], input: bytes | None = None,
+    def __init__(self, remote: Connection, argv: list[str], input: bytes | None = None,
                  max_bytes: int = MAX_OUTPUT_BYTES) -> None:
         self.remote = remote
         self.argv = argv

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from repro.compare.kinds.lm.metrics import (
-    UNIT,
     flops_per_token,
     losses,
     memory_text,
