@@ -6,8 +6,11 @@ a small process that holds it in its own process group and kills that whole grou
 Scratch directories carry repro's process id in their name (`repro-<what>-<pid>-...`), so the next start
 removes those whose process is gone.
 
-Run as `python repro/children.py PARENT_PID PROGRAM ARG...` to supervise PROGRAM (standard library only, so that
-it runs as a script wherever repro is).
+An ssh connection master started with ControlPersist leaves the program's group (it daemonizes): given the
+program's control path directory, the supervisor tells each master there to exit once the group is gone.
+
+Run as `python repro/children.py PARENT_PID [--ssh-control-dir DIR] PROGRAM ARG...` to supervise PROGRAM
+(standard library only, so that it runs as a script wherever repro is).
 """
 
 from __future__ import annotations
@@ -86,9 +89,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def supervised(argv: list[str]) -> list[str]:
-    """argv run under a supervisor that ends it, and every process it starts, when this process ends."""
-    return [sys.executable, str(Path(__file__).resolve()), str(os.getpid()), *argv]
+def supervised(argv: list[str], *, ssh_control_dir: str | None = None) -> list[str]:
+    """argv run under a supervisor that ends it, and every process it starts, when this process ends.
+
+    `ssh_control_dir`: where argv's ssh connection masters keep their sockets (Ansible's control path dir). A
+    master started with ControlPersist leaves the program's process group (it daemonizes), so the supervisor
+    also tells each master there to exit once the group is gone."""
+    extra = ["--ssh-control-dir", ssh_control_dir] if ssh_control_dir else []
+    return [sys.executable, str(Path(__file__).resolve()), str(os.getpid()), *extra, *argv]
 
 
 # Programs that start programs of their own, so that the parent-death signal of the program alone would leave those
@@ -108,8 +116,21 @@ def starts_programs(argv: list[str]) -> bool:
     return bool(words) and Path(words[0]).name in STARTS_PROGRAMS
 
 
-def supervise(parent: int, argv: list[str]) -> int:
-    """Run argv in its own process group; kill the group when `parent` ends (or this supervisor is told to stop)."""
+def close_ssh_masters(control_dir: str | None) -> None:
+    """Tell every ssh connection master with a socket in `control_dir` to exit (`ssh -O exit`), then remove it."""
+    if not control_dir or not os.path.isdir(control_dir):
+        return
+    for entry in sorted(os.listdir(control_dir)):
+        sock = os.path.join(control_dir, entry)
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "repro-control-master"],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
+    shutil.rmtree(control_dir, ignore_errors=True)
+
+
+def supervise(parent: int, argv: list[str], ssh_control_dir: str | None = None) -> int:
+    """Run argv in its own process group; kill the group when `parent` ends (or this supervisor is told to stop),
+    and then argv's detached ssh connection masters in `ssh_control_dir` (close_ssh_masters)."""
     die_with_parent(signal.SIGTERM)
     if os.getppid() != parent:  # repro ended before the line above took effect
         return 1
@@ -124,6 +145,7 @@ def supervise(parent: int, argv: list[str]) -> int:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=GRACE_S)
         _kill_group(child, signal.SIGKILL)
+        close_ssh_masters(ssh_control_dir)
         os._exit(128 + signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -216,6 +238,10 @@ def _kill_group(child: subprocess.Popen, sig: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or not sys.argv[1].isdigit():
-        sys.exit("usage: children.py PARENT_PID PROGRAM [ARG...]")
-    sys.exit(supervise(int(sys.argv[1]), sys.argv[2:]))
+    args = sys.argv[1:]
+    control = None
+    if len(args) > 2 and args[1] == "--ssh-control-dir":
+        control, args = args[2], [args[0], *args[3:]]
+    if len(args) < 2 or not args[0].isdigit():
+        sys.exit("usage: children.py PARENT_PID [--ssh-control-dir DIR] PROGRAM [ARG...]")
+    sys.exit(supervise(int(args[0]), args[1:], control))

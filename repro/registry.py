@@ -12,12 +12,17 @@ lists the known ones. Adding a runtime, launcher, ... is one class plus one regi
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from repro.errors import InputError
 
 T = TypeVar("T")
+# One lock for every registry's first imports: threads look plug-ins up at once (the host checks run one per
+# host), and a module being imported must be seen as neither missing nor loaded twice. Reentrant: a module may
+# look up another plug-in, or register itself, while it is imported.
+_LOADING = threading.RLock()
 
 
 class Registry(Generic[T]):
@@ -67,11 +72,17 @@ class Registry(Generic[T]):
     def _load(self, name: str) -> None:
         import importlib
 
-        target, instance = self._lazy.pop(name)
-        module, _, attr = target.partition(":")
-        item = getattr(importlib.import_module(module), attr)
-        if name not in self._items:  # the module may have registered it itself
-            self.add(name, item() if instance else item, help=self._help.get(name, ""))
+        with _LOADING:
+            if name not in self._lazy:  # another thread loaded it while this one waited
+                return
+            target, instance = self._lazy[name]
+            module, _, attr = target.partition(":")
+            item = getattr(importlib.import_module(module), attr)
+            if name not in self._items:  # the module may have registered it itself
+                self.add(name, item() if instance else item, help=self._help.get(name, ""))
+            # only now: until it is registered, a lookup by another thread waits on the lock instead of
+            # finding the name neither lazy nor loaded ("unknown framework 'pytorch'", seen on a new machine)
+            self._lazy.pop(name, None)
 
     def get(self, name: str) -> T:
         """The plug-in called `name`; InputError naming the known ones (and the closest) otherwise."""

@@ -362,16 +362,18 @@ def _close_masters(control_dir: str) -> None:
     shutil.rmtree(control_dir, ignore_errors=True)
 
 
-def _supervised_bin(data_dir: Path, path: str) -> str:
+def _supervised_bin(data_dir: Path, path: str, control_dir: str) -> str:
     """A directory holding `ansible-playbook` that runs the real one under repro.children's supervisor, so that
-    it and every worker and ssh it starts end when repro ends (killed included)."""
+    it and every worker and ssh it starts end when repro ends (killed included): the ssh connection masters in
+    `control_dir` too, which ControlPersist detaches from its process group."""
     real = shutil.which("ansible-playbook", path=path)
     if real is None:
         raise BackendUnavailable("ansible-playbook not found", hint="install repro[hosts] (ansible-core)")
     bin_dir = data_dir / "bin"
     bin_dir.mkdir(mode=0o700)
     script = bin_dir / "ansible-playbook"
-    script.write_text("#!/bin/sh\nexec " + shlex.join(children.supervised([real])) + ' "$@"\n', encoding="utf-8")
+    command = shlex.join(children.supervised([real], ssh_control_dir=control_dir))
+    script.write_text("#!/bin/sh\nexec " + command + ' "$@"\n', encoding="utf-8")
     script.chmod(0o700)
     return str(bin_dir)
 
@@ -381,7 +383,7 @@ def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector
     # this Python's bin first on PATH: ansible-runner starts ansible-playbook by name (pexpect looks it up on the
     # PATH of the environment it is given), and a virtual environment run by its full path is not on the caller's
     path = os.pathsep.join(p for p in (str(Path(sys.executable).parent), os.environ.get("PATH", "")) if p)
-    path = os.pathsep.join((_supervised_bin(data_dir, path), path))
+    path = os.pathsep.join((_supervised_bin(data_dir, path, control_dir), path))
     return ansible_runner.run(
         private_data_dir=str(data_dir),
         project_dir=str(repro_data_dir("playbooks")),

@@ -105,3 +105,43 @@ def test_a_client_command_ends_when_repro_is_killed(tmp_path, parent, fake, scri
         if pidfile.is_file() and pidfile.read_text().strip() and not _gone(int(pidfile.read_text())):
             with contextlib.suppress(ProcessLookupError):  # only the sleep this test's stand-in started
                 os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+# A program that leaves a process outside its group, as ssh's ControlPersist master does (it daemonizes), with
+# the master's "socket" in the control dir; the stand-in ssh ends the process named there on `-O exit`.
+DETACHING = '#!/bin/sh\nsetsid sleep 300 &\necho $! > "$CONTROL/master-1"\necho $! > "$PIDFILE"\nwait\n'
+FAKE_SSH = '#!/bin/sh\nfor a; do case "$a" in ControlPath=*) kill "$(cat "${a#ControlPath=}")";; esac; done\n'
+
+
+def test_a_detached_ssh_master_in_the_control_dir_ends_when_repro_is_killed(tmp_path):
+    bin_dir, control = tmp_path / "bin", tmp_path / "cp"
+    bin_dir.mkdir()
+    control.mkdir()
+    for name, text in (("detaching", DETACHING), ("ssh", FAKE_SSH)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    pidfile = tmp_path / "pid"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PIDFILE": str(pidfile),
+           "CONTROL": str(control), "PYTHONPATH": str(ROOT)}
+    code = ("import subprocess, time\nfrom repro import children\n"
+            f"subprocess.Popen(children.supervised(['detaching'], ssh_control_dir={str(control)!r}))\n"
+            "time.sleep(300)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        master = int(pidfile.read_text())
+        assert not _gone(master)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 20
+        while not _gone(master) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _gone(master), "the detached master outlived repro"
+        assert not control.exists()  # the supervisor removed the killed run's control dir
+    finally:
+        with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        if parent.poll() is None:
+            parent.kill()
