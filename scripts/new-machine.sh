@@ -171,6 +171,9 @@ while IFS= read -r path; do
   mounts+=(-v "$path:$path:ro")
 done < <({ python3 -m pip config list 2>/dev/null | sed -E "s/^[^=]*='(.*)'$/\1/"; env | sed -nE 's/^PIP_[A-Z_]+=(.*)$/\1/p'; } |
   tr ' ' '\n' | sed -E 's#^file://##; s#/simple/?$##' | grep '^/' | sort -u)
+# The project's shared/ folder beside the checkout (reference material some tests read, e.g. the Kubeflow CRDs),
+# read-only where CI's clone has it too: beside the clone, as ../shared.
+[ ! -d "$ROOT/../shared" ] || mounts+=(-v "$(cd "$ROOT/../shared" && pwd):/root/shared:ro")
 pip_env=()
 while IFS= read -r name; do pip_env+=(-e "$name"); done < <(env | sed -nE 's/^(PIP_[A-Z_]+)=.*/\1/p')
 # A privileged container, as far as this machine allows: `--privileged` asks for every capability, and runc
