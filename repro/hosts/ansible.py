@@ -313,6 +313,7 @@ def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[
     # what a killed run left: its ssh connection masters and its private data dir (environment, extra variables)
     children.remove_stale("cp", before=lambda p: _close_masters(str(p)))
     children.remove_stale("ansible", _scratch_root())
+    children.remove_stale("ansible-bin")
     # SSH control sockets of this run only (short path: unix sockets are limited to ~100 characters).
     control_dir = str(children.scratch_dir("cp"))
     private = children.scratch_dir("ansible", _scratch_root())
@@ -362,20 +363,37 @@ def _close_masters(control_dir: str) -> None:
     shutil.rmtree(control_dir, ignore_errors=True)
 
 
-def _supervised_bin(data_dir: Path, path: str, control_dir: str) -> str:
+def _runnable(path: Path) -> bool:
+    """Whether a program at `path` can be started (not on a filesystem mounted noexec)."""
+    return os.access(path, os.X_OK)
+
+
+def _supervised_bin(data_dir: Path, path: str, control_dir: str) -> Path:
     """A directory holding `ansible-playbook` that runs the real one under repro.children's supervisor, so that
     it and every worker and ssh it starts end when repro ends (killed included): the ssh connection masters in
-    `control_dir` too, which ControlPersist detaches from its process group."""
+    `control_dir` too, which ControlPersist detaches from its process group.
+
+    The private data dir first; where that is mounted noexec (/dev/shm in a Docker container), a scratch dir in
+    the temp directory (removed by the caller, or by the next start if repro is killed). A wrapper that cannot
+    run would be skipped on PATH and the real ansible-playbook run unsupervised: refused instead."""
     real = shutil.which("ansible-playbook", path=path)
     if real is None:
         raise BackendUnavailable("ansible-playbook not found", hint="install repro[hosts] (ansible-core)")
-    bin_dir = data_dir / "bin"
-    bin_dir.mkdir(mode=0o700)
-    script = bin_dir / "ansible-playbook"
     command = shlex.join(children.supervised([real], ssh_control_dir=control_dir))
-    script.write_text("#!/bin/sh\nexec " + command + ' "$@"\n', encoding="utf-8")
-    script.chmod(0o700)
-    return str(bin_dir)
+    tried = []
+    for make in (lambda: data_dir / "bin", lambda: children.scratch_dir("ansible-bin")):
+        bin_dir = make()
+        bin_dir.mkdir(mode=0o700, exist_ok=True)
+        script = bin_dir / "ansible-playbook"
+        script.write_text("#!/bin/sh\nexec " + command + ' "$@"\n', encoding="utf-8")
+        script.chmod(0o700)
+        if _runnable(script):
+            return bin_dir
+        tried.append(str(bin_dir.parent))
+        if bin_dir.parent != data_dir:
+            shutil.rmtree(bin_dir, ignore_errors=True)
+    raise BackendUnavailable(f"no directory lets repro run ansible-playbook under its supervisor ({', '.join(tried)}: "
+                             "mounted noexec)", hint="set TMPDIR to a directory on a filesystem that allows programs")
 
 
 def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector, ident: str | None,
@@ -383,7 +401,17 @@ def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector
     # this Python's bin first on PATH: ansible-runner starts ansible-playbook by name (pexpect looks it up on the
     # PATH of the environment it is given), and a virtual environment run by its full path is not on the caller's
     path = os.pathsep.join(p for p in (str(Path(sys.executable).parent), os.environ.get("PATH", "")) if p)
-    path = os.pathsep.join((_supervised_bin(data_dir, path, control_dir), path))
+    bin_dir = _supervised_bin(data_dir, path, control_dir)
+    try:
+        return _start(ansible_runner, run, data_dir, collector, ident, timeout, control_dir,
+                      os.pathsep.join((str(bin_dir), path)))
+    finally:
+        if bin_dir.parent != data_dir:  # the temp-directory fallback
+            shutil.rmtree(bin_dir, ignore_errors=True)
+
+
+def _start(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector, ident: str | None,
+           timeout: int | None, control_dir: str, path: str):
     return ansible_runner.run(
         private_data_dir=str(data_dir),
         project_dir=str(repro_data_dir("playbooks")),

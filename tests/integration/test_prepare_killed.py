@@ -154,3 +154,21 @@ def test_kill_9_of_prepare_leaves_no_process_and_the_next_start_no_scratch(serve
         if repro.poll() is None:
             repro.kill()
             repro.wait()
+
+
+NOEXEC_SHM = 'mount -t tmpfs -o noexec,nosuid,nodev,mode=1777 repro-noexec-shm /dev/shm && exec "$@"'
+
+
+def test_kill_9_of_prepare_leaves_no_process_with_dev_shm_mounted_noexec(tmp_path):
+    """The test above with /dev/shm mounted noexec, as in every Docker container (a private mount namespace):
+    the supervised ansible-playbook wrapper cannot run from the private data dir there, and repro must not fall
+    back to running the real one unsupervised (seen on a new machine: it outlived the kill)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.fail("needs root and unshare (util-linux) for a private mount namespace", pytrace=False)
+    test = f"{Path(__file__).resolve()}::test_kill_9_of_prepare_leaves_no_process_and_the_next_start_no_scratch"
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", NOEXEC_SHM, "sh",
+            sys.executable, "-m", "pytest", test, "-q", "-p", "no:cacheprovider", "-n", "0",
+            f"--basetemp={tmp_path / 'inner'}"]
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, (proc.stdout[-4000:], proc.stderr[-2000:])
