@@ -8,12 +8,10 @@ ansible-runner is imported only here, inside the function that needs it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -311,7 +309,7 @@ def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[
     data_dir.mkdir(parents=True, exist_ok=True)
     ident = ident or data_dir.name
     # what a killed run left: its ssh connection masters and its private data dir (environment, extra variables)
-    children.remove_stale("cp", before=lambda p: _close_masters(str(p)))
+    children.remove_stale("cp", before=lambda p: children.close_ssh_masters(str(p)))
     children.remove_stale("ansible", _scratch_root())
     children.remove_stale("ansible-bin")
     # SSH control sockets of this run only (short path: unix sockets are limited to ~100 characters).
@@ -326,7 +324,7 @@ def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[
         try:
             runner = _run(ansible_runner, run, private, collector, ident, timeout, control_dir)
         finally:
-            _close_masters(control_dir)
+            children.close_ssh_masters(control_dir)
             keep_artifacts(private / "artifacts" / ident, data_dir, secrets)
     finally:
         shutil.rmtree(private, ignore_errors=True)
@@ -352,15 +350,6 @@ def keep_artifacts(source: Path, dest: Path, secrets: frozenset[str]) -> None:
                 except (OSError, ValueError):
                     continue
                 (dest / name / event.name).write_text(scrub(json.dumps(data), secrets), encoding="utf-8")
-
-
-def _close_masters(control_dir: str) -> None:
-    """Stop the SSH connection masters this run started, then remove their directory."""
-    for sock in Path(control_dir).iterdir():
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "repro-control-master"],
-                           capture_output=True, timeout=10, check=False)
-    shutil.rmtree(control_dir, ignore_errors=True)
 
 
 def _runnable(path: Path) -> bool:
