@@ -1,0 +1,7 @@
+"""The CLI's vocabulary: the names its arguments may take (registries, manifest fields, workload options), so that
+`repro.cli` reads argument choices from one pipeline module instead of importing the stages' registries.
+
+Each CLI module's choices live in a section of their own below (one engineer per section; add, do not reorder).
+"""
+
+from __future__ import annotations
