@@ -26,6 +26,7 @@ from repro.results.importers import (
     deepspeed,
     hf_trainer,
     horovod,
+    imagenet_example,
     megatron,
     mllog,
     mlperf_legacy,
@@ -46,7 +47,8 @@ from repro.results.redact import redact_argv, redact_env, redact_tree
 READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp,
            nccl_tests.NCCL_TESTS: nccl_tests, megatron.MEGATRON: megatron, torchtitan.TORCHTITAN: torchtitan,
            hf_trainer.HF_TRAINER: hf_trainer, deepspeed.DEEPSPEED: deepspeed, bluefog.BLUEFOG: bluefog,
-           mlperf_legacy.MLPERF_LEGACY: mlperf_legacy, torch_allreduce_bench.TORCH_ALLREDUCE: torch_allreduce_bench}
+           mlperf_legacy.MLPERF_LEGACY: mlperf_legacy, torch_allreduce_bench.TORCH_ALLREDUCE: torch_allreduce_bench,
+           imagenet_example.PYTORCH_IMAGENET: imagenet_example}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
