@@ -9,7 +9,9 @@ Formats, one reader module each, and what each takes as a run's figure:
 * MLPerf training results (``mllog``): ``:::MLLOG`` events; time to accuracy. The v0.5 and v0.6 line formats
   (``mlperf_legacy``) are read as the events they stand for.
 * Bluefog's benchmark (``bluefog``), nccl-tests tables (``nccl_tests``), PyTorch's DDP benchmark (``torch_ddp``),
-  transformer training (``megatron``, ``torchtitan``, ``hf_trainer``, ``deepspeed``; the ``lm`` comparison kind).
+  transformer training (``megatron``, ``torchtitan``, ``hf_trainer``, ``deepspeed``; the ``lm`` comparison kind),
+  pytorch/examples' ImageNet training (``imagenet_example``: images/sec derived from the batch and the logged
+  iteration time, as main.py defines them).
   NCCL INFO lines among a run's lines become the record's ``fabric`` (repro.results.nccl).
 * Published tables (repro.results.published): CSV rows of figures copied from papers and READMEs.
 

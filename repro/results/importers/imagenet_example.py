@@ -12,14 +12,14 @@ logged ``Time`` values, and the record says so. Rules, each from main.py:
 
 * batch: ``-b``/``--batch-size`` on the command line the log shows, or the program's default 256 where the shown
   command leaves it out (``--set batch=N`` where no command is shown). Without ``--multiprocessing-distributed``
-  one process runs the whole batch (DataParallel over the visible GPUs): the job's batch is ``-b``. With it,
-  ``-b`` is the batch of one node, each of its ``ngpus_per_node`` processes takes ``b / ngpus_per_node``, and
-  ``--world-size`` counts nodes (``world_size = ngpus_per_node * world_size``).
+  one process runs the whole batch (DataParallel over the visible GPUs): the job's batch is ``-b``. With it
+  (or where the log shows several ``Use GPU:`` processes), ``-b`` is the batch of one node, each of its
+  ``ngpus_per_node`` processes takes ``b / ngpus_per_node`` and prints its own lines: the reader takes the batch
+  of one process and the workers from ``--set batch=N,workers=N`` (the job's batch is their product).
 * workers: ``Use GPU: N for training`` is printed once by each process that runs on one chosen GPU; the distinct
   N a log shows are the processes of its node. One process with one GPU (``--gpu N``, or the warning ``nccl
-  backend >=2.5 requires GPU count>1``, printed when ``torch.cuda.device_count() == 1``) is one worker. Under
-  ``--multiprocessing-distributed`` the workers are the node's processes x ``--world-size``. Otherwise
-  ``--set workers=N``: a DataParallel run's GPU count is not in the log.
+  backend >=2.5 requires GPU count>1``, printed when ``torch.cuda.device_count() == 1``) is one worker.
+  Otherwise ``--set workers=N``: a DataParallel run's GPU count is not in the log.
 * warm-up: the first logged line of each epoch (the loader's worker processes start again every epoch, and the
   first iteration of a run also holds cuDNN's autotuning) is left out of the figure.
 * model: ``=> creating model 'resnet18'`` / ``=> using pre-trained model '...'`` (``-a``, default resnet18).
@@ -92,41 +92,33 @@ def _command(lines: Sequence[Line]) -> Command | None:
     return commands[-1] if commands else None
 
 
-def _processes(command: Command | None, lines: Sequence[Line], shown: Shown) -> int | None:
-    """Processes of the run on the node the log shows (None: not known), and the workers where the log says."""
-    gpus = {int(m.group(1)): line.number for line in lines if (m := _GPU.match(line.bare))}
-    distributed = command is not None and command.flag("multiprocessing_distributed") is not None
-    if distributed:
-        nodes = command.flag("world_size") if command else None
-        if gpus and nodes and nodes.isdigit() and command is not None:
-            shown.put("workers", len(gpus) * int(nodes), command.line)
-            shown.put("hosts", int(nodes), command.line)
-        return len(gpus) or None
-    if len(gpus) == 1:
-        shown.put("workers", 1, next(iter(gpus.values())))
-        return 1
+def _distributed(command: Command | None, lines: Sequence[Line]) -> bool:
+    """Whether the run is one of several processes (their lines interleave, each with its share of -b)."""
+    gpus = {m.group(1) for line in lines if (m := _GPU.match(line.bare))}
+    return len(gpus) > 1 or (command is not None and command.flag("multiprocessing_distributed") is not None)
+
+
+def _workers(command: Command | None, lines: Sequence[Line], shown: Shown) -> None:
+    """Put the workers where the log says: one process on one GPU."""
+    gpu = next((line for line in lines if _GPU.match(line.bare)), None)
+    if gpu is not None:
+        shown.put("workers", 1, gpu.number)  # --gpu N without --multiprocessing-distributed: one GPU
+        return
     warned = next((line for line in lines if _ONE_GPU in line.text), None)
     nodes = command.flag("world_size") if command is not None else None
     if warned is not None and command is not None and not (nodes and nodes.isdigit() and int(nodes) > 1):
         shown.put("workers", 1, warned.number)  # one process, DataParallel over the one GPU there is
-    return 1
 
 
-def _batch(command: Command | None, processes: int | None, shown: Shown) -> str:
-    """Put the batch settings the command gives; return how the batch was found (for the record's provenance)."""
+def _batch(command: Command | None, shown: Shown) -> str:
+    """Put the job's batch the command gives; return where it came from (for the record's provenance)."""
     if command is None:
         return "--set"
     given = command.flag("b", "batch_size")
     batch = int(given) if given and given.isdigit() else DEFAULT_BATCH
-    how = "the command's -b" if given else f"the program's default -b {DEFAULT_BATCH} (the command leaves it out)"
-    if command.flag("multiprocessing_distributed") is not None:
-        if processes:
-            shown.put("batch_per_worker", batch // processes, command.line)
-            return f"{how} / {processes} processes of the node"
-        return "--set"
     # the program's default is not in the log: no line shows it (the record's provenance says where it came from)
     shown.put("global_batch", batch, command.line if given else None)
-    return how
+    return "the command's -b" if given else f"the program's default -b {DEFAULT_BATCH} (the command leaves it out)"
 
 
 def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> ParsedRun:
@@ -147,8 +139,13 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     dummy = next((line for line in lines if line.bare.startswith(_DUMMY)), None)
     if dummy is not None:
         shown.put("data", "synthetic", dummy.number)
-    processes = _processes(command, lines, shown)
-    batch_from = _batch(command, processes, shown)
+    if _distributed(command, lines):
+        # each process runs -b / ngpus_per_node and prints its own lines: batch and workers from --set
+        batch_from = "--set"
+        shown.put("extra.distributed", True, command.line if command else None)
+    else:
+        _workers(command, lines, shown)
+        batch_from = _batch(command, shown)
     for name, value in (given or {}).items():
         shown.put(name, value, None)
     workers = shown.get("workers")
@@ -184,8 +181,10 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         if isinstance(workers, int) and figure is not None:
             metrics["images_per_sec_per_worker"] = round(figure / workers, 3)
     else:
-        raise error(file, iters[0][0].number, "the log shows no batch size of this run (no command line with -b)",
-                    f"--set '{file.rsplit('/', 1)[-1]}:batch=N' (and workers=N): the batch one process runs")
+        raise error(file, iters[0][0].number, "the log shows no batch size of this run (no command line, or "
+                    "several processes, each with its share of -b)",
+                    f"--set '{file.rsplit('/', 1)[-1]}:batch=N,workers=N' (batch: what one process runs)")
+    metrics["derived"]["step times"] = "each logged iteration's stated Time (the first of each epoch: warm-up)"
     if not steps:
         warnings.append("only the first logged iteration of each epoch is in the log: the figure includes "
                         "the loader's start")
