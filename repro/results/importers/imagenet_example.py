@@ -146,12 +146,12 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     else:
         _workers(command, lines, shown)
         batch_from = _batch(command, shown)
+    if shown.get("workers") == 1 and isinstance(shown.get("global_batch"), int):  # the log's own, before --set
+        shown.put("batch_per_worker", shown.get("global_batch"), shown.where.get("global_batch"))
     for name, value in (given or {}).items():
         shown.put(name, value, None)
     workers = shown.get("workers")
     job_batch = shown.get("global_batch")
-    if workers == 1 and isinstance(job_batch, int):
-        shown.put("batch_per_worker", job_batch, shown.where.get("global_batch"))
     if job_batch is None and isinstance(shown.get("batch_per_worker"), int) and isinstance(workers, int):
         job_batch = shown.get("batch_per_worker") * workers
     if job_batch is None and isinstance(shown.get("batch_per_worker"), int) and workers == 1:
