@@ -157,7 +157,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     if job_batch is None and isinstance(shown.get("batch_per_worker"), int) and workers == 1:
         job_batch = shown.get("batch_per_worker")
     first_of_epoch, seen_epochs = [], set()
-    for line, m in iters:
+    for _line, m in iters:
         first_of_epoch.append(m.group(1) not in seen_epochs)
         seen_epochs.add(m.group(1))
     warm = [float(m.group(4)) for (_, m), first in zip(iters, first_of_epoch, strict=True) if first]
