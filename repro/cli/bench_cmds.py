@@ -147,7 +147,8 @@ def _running_options(p: argparse.ArgumentParser) -> None:
     r.add_argument("--store", default=None, type=path_argument,
                    help="results directory (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     r.add_argument("--format", choices=FORMATS.names(), default="table",
-                   help=f"output format of the end-of-sweep table: {FORMATS.describe()} (default table)")
+                   help=f"output format of the end-of-sweep table, or of the verdict with --until-verdict: "
+                   f"{FORMATS.describe()} (default table)")
     r.add_argument("--plot", default=None, metavar="FILE", type=path_argument,
                    help="also write a figure (.png or .svg; checked before the sweep starts): cnn images/sec per "
                    "worker count with speedup against the ideal line, all-reduce latency and bus bandwidth per size "
@@ -236,19 +237,6 @@ def options(args: argparse.Namespace):
                         site=site, verbose=bool(getattr(args, "verbose", False)))
 
 
-def verdict_options(args: argparse.Namespace):
-    """The sequential rule and budget of --until-verdict, checked; None without it."""
-    from repro.errors import InputError
-    from repro.pipeline.bench_request import verdict_options as checked
-
-    if not args.until_verdict:
-        if args.max_pairs or args.max_time:
-            raise InputError("--max-pairs and --max-time are budgets of --until-verdict", hint="add --until-verdict")
-        return None
-    return checked(max_pairs=args.max_pairs, max_time=args.max_time, threshold=args.threshold,
-                   confidence=args.confidence, warmup=args.warmup)
-
-
 def request(args: argparse.Namespace):
     """The BenchRequest the flags ask for: every flag checked before anything is read or started."""
     from repro.pipeline.bench_request import BenchRequest
@@ -256,7 +244,8 @@ def request(args: argparse.Namespace):
     return BenchRequest(stacks=tuple(dict.fromkeys(args.stack)), hosts=args.hosts, spec=sweep_spec(args),
                         options=options(args), store=args.store, emit=args.emit, plot=args.plot,
                         baseline_workers=args.baseline_workers, link_gbps=args.link_gbps,
-                        verdict=verdict_options(args))
+                        until_verdict=args.until_verdict, max_pairs=args.max_pairs, max_time=args.max_time,
+                        threshold=args.threshold, confidence=args.confidence)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -295,12 +284,24 @@ def _verdict(report, args: argparse.Namespace) -> int:
     import sys
 
     from repro.formats import is_machine, render
-    from repro.pipeline.verdict import verdict_document
 
-    sys.stdout.write(render(verdict_document(report.verdict, machine=is_machine(args.format)), args.format))
+    sys.stdout.write(render(_verdict_document(report.verdict, machine=is_machine(args.format)), args.format))
     print(f"\nall {len(report.verdict.records)} runs are stored (paired): repro compare {args.stack[0]} "
           f"{args.stack[1]}" + (f" --store {args.store}" if args.store else ""), file=_messages(args))
     return 0 if report.verdict.failed_pairs == 0 else 1
+
+
+def _verdict_document(verdict, *, machine: bool):
+    """The verdict's lines for people; for programs one row per pair (csv) and the whole verdict (json)."""
+    from repro.formats import Column, Document, Table, Text
+
+    if not machine:
+        return Document((Text(tuple(verdict.describe())),), data=verdict.to_dict())
+    rows = tuple({"pair": p.index, "first": p.first, "a_id": p.old.id, "a_status": p.old.status, "b_id": p.new.id,
+                  "b_status": p.new.status, "ratio": p.ratio} for p in verdict.pairs)
+    columns = tuple(Column(k, numeric=k in ("pair", "ratio")) for k in (rows[0] if rows else ("pair",)))
+    cells = tuple(tuple("-" if v is None else str(v) for v in row.values()) for row in rows)
+    return Document((Table(columns, cells, rows, name="pairs"),), data=verdict.to_dict())
 
 
 def _swept(report, args: argparse.Namespace) -> int:
@@ -347,6 +348,4 @@ def _messages(args: argparse.Namespace):
 
 def verdict_lines(result) -> list[str]:
     """The verdict of --until-verdict, how long it took, and every pair it rests on (repro.pipeline.verdict's)."""
-    from repro.pipeline.verdict import verdict_lines as lines
-
-    return lines(result)
+    return result.describe()

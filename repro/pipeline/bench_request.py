@@ -19,7 +19,7 @@ from repro.pipeline.sweep_plan import BenchOptions
 from repro.pipeline.verdict import VerdictOptions, VerdictResult, dry_run_lines, until_verdict, verdict_options
 from repro.progress import Lines, Progress
 
-__all__ = ["BenchOptions", "BenchReport", "BenchRequest", "SweepSpec", "run_bench", "verdict_options"]
+__all__ = ["BenchOptions", "BenchReport", "BenchRequest", "SweepSpec", "run_bench"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,11 @@ class BenchRequest:
     plot: str | None = None
     baseline_workers: int | None = None
     link_gbps: float | None = None
-    verdict: VerdictOptions | None = None  # --until-verdict: A/B pairs until the sequential rule decides
+    until_verdict: bool = False  # A/B pairs until the sequential rule decides, within these budgets:
+    max_pairs: int | None = None
+    max_time: float | None = None  # seconds of wall time
+    threshold: float | None = None
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ def run_bench(request: BenchRequest, progress: Progress | Lines | None = None) -
     from repro.hosts.inventory import load_inventory
     from repro.results.store import Store
 
+    verdict = _verdict_options(request)
     if request.plot:
         from repro.results.plots import check_target
 
@@ -64,14 +69,15 @@ def run_bench(request: BenchRequest, progress: Progress | Lines | None = None) -
     loaded = [load_stack(s) for s in request.stacks]
     inventory, store = load_inventory(request.hosts), Store(request.store)
     names = tuple(one.stack.name for one in loaded)
-    if request.verdict is not None:
+    if verdict is not None:
         if len(loaded) != 2:
             raise InputError(f"--until-verdict compares two stacks; {len(loaded)} given",
                              hint="give --stack OLD --stack NEW")
         if request.options.dry_run:
-            return BenchReport(names, store.root, planned=_verdict_plans(request, loaded, inventory, store, progress))
-        verdict = until_verdict(loaded, inventory, request.spec, request.options, store, request.verdict, progress)
-        return BenchReport(names, store.root, verdict=verdict)
+            planned = _verdict_plans(request, verdict, loaded, inventory, store, progress)
+            return BenchReport(names, store.root, planned=planned)
+        found = until_verdict(loaded, inventory, request.spec, request.options, store, verdict, progress)
+        return BenchReport(names, store.root, verdict=found)
     result = bench(loaded if len(loaded) > 1 else loaded[0], inventory, request.spec, request.options, store, progress)
     if request.options.dry_run:
         planned = tuple(line for i, plan in enumerate(result.plans) for line in [*result.labels[i:i + 1],
@@ -81,14 +87,25 @@ def run_bench(request: BenchRequest, progress: Progress | Lines | None = None) -
     return _sweep_report(request, names, store.root, result)
 
 
-def _verdict_plans(request: BenchRequest, loaded: list[LoadedStack], inventory, store, progress) -> tuple[str, ...]:
+def _verdict_options(request: BenchRequest) -> VerdictOptions | None:
+    """The sequential rule and budget of --until-verdict, checked; None without it."""
+    r = request
+    if not r.until_verdict:
+        if r.max_pairs or r.max_time:
+            raise InputError("--max-pairs and --max-time are budgets of --until-verdict", hint="add --until-verdict")
+        return None
+    return verdict_options(max_pairs=r.max_pairs, max_time=r.max_time, threshold=r.threshold,
+                           confidence=r.confidence, warmup=r.options.warmup)
+
+
+def _verdict_plans(request: BenchRequest, verdict: VerdictOptions, loaded: list[LoadedStack], inventory, store,
+                   progress) -> tuple[str, ...]:
     """--until-verdict --dry-run: the rule, then the one point's plan for A and for B."""
-    assert request.verdict is not None
     result = bench(loaded, inventory, request.spec, request.options, store, progress)
     if len(result.plans) != 2:
         raise InputError(f"--until-verdict decides one point at a time; these flags make {len(result.plans) // 2}",
                          hint="give one value each of --workers, --model, --batch-size, ...")
-    lines = dry_run_lines(loaded, request.verdict.rule)
+    lines = dry_run_lines(loaded, verdict.rule)
     for i, plan in enumerate(result.plans):
         lines += [f"# {'AB'[i]}: {loaded[i].stack.name}", *plan.describe()]
     return tuple(lines)

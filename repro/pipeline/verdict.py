@@ -20,7 +20,6 @@ from typing import Any
 
 from repro.compare.kind import KINDS
 from repro.errors import InputError
-from repro.formats import Column, Document, Table, Text
 from repro.hosts.inventory import Inventory
 from repro.launch.points import SweepSpec
 from repro.manifest import LoadedStack
@@ -77,6 +76,14 @@ class VerdictResult:
     @property
     def records(self) -> list[RunRecord]:
         return [r for p in self.pairs for r in ((p.old, p.new) if p.first == "A" else (p.new, p.old))]
+
+    def describe(self) -> list[str]:
+        """The verdict, how long it took, and every pair it rests on, as lines (verdict_lines)."""
+        return verdict_lines(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as JSON data (verdict_data)."""
+        return verdict_data(self)
 
 
 def pair_order(index: int) -> tuple[int, int]:
@@ -264,14 +271,3 @@ def verdict_data(result: VerdictResult) -> dict[str, Any]:
             "steps": None if s is None else {"steps": s.steps, "start_s": s.start_s, "step_s": s.step_s},
             "pairs": [{"pair": p.index, "first": p.first, "ratio": p.ratio, "a": _run_dict(p.old),
                        "b": _run_dict(p.new)} for p in result.pairs]}
-
-
-def verdict_document(result: VerdictResult, *, machine: bool = False) -> Document:
-    """The report: its lines for people; for programs (`machine`) one row per pair (csv) and the data (json)."""
-    if not machine:
-        return Document((Text(tuple(verdict_lines(result))),), data=verdict_data(result))
-    rows = tuple({"pair": p.index, "first": p.first, "a_id": p.old.id, "a_status": p.old.status, "b_id": p.new.id,
-                  "b_status": p.new.status, "ratio": p.ratio} for p in result.pairs)
-    columns = tuple(Column(k, numeric=k in ("pair", "ratio")) for k in (rows[0] if rows else ("pair",)))
-    cells = tuple(tuple("-" if v is None else str(v) for v in row.values()) for row in rows)
-    return Document((Table(columns, cells, rows, name="pairs"),), data=verdict_data(result))
