@@ -262,7 +262,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if live is not None:  # from the first second: say what is happening
             live.status(f"reading stack {', '.join(wanted.stacks)} and inventory {args.hosts}")
         report = run_bench(wanted, live or (QuietProgress() if args.quiet else None))
-    if report.planned:
+    if args.dry_run:
         return _planned(report)
     if report.verdict is not None:
         return _verdict(report, args)

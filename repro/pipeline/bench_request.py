@@ -5,11 +5,14 @@ and the figure drawn. The CLI parses the flags into a BenchRequest and renders t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from repro.errors import InputError
 from repro.formats import Document
+from repro.hosts.inventory import Inventory, load_inventory
+from repro.launch.plan import LaunchPlan
 from repro.launch.points import SweepSpec
 from repro.manifest import LoadedStack, load_stack
 from repro.pipeline.bench import bench
@@ -18,6 +21,7 @@ from repro.pipeline.stage import Outcome, safe_call
 from repro.pipeline.sweep_plan import BenchOptions
 from repro.pipeline.verdict import VerdictOptions, VerdictResult, dry_run_lines, until_verdict, verdict_options
 from repro.progress import Lines, Progress
+from repro.results.store import Store
 
 __all__ = ["BenchOptions", "BenchReport", "BenchRequest", "SweepSpec", "run_bench"]
 
@@ -58,9 +62,6 @@ class BenchReport:
 
 def run_bench(request: BenchRequest, progress: Progress | Lines | None = None) -> BenchReport:
     """Check, read, run (or plan) and report one `repro bench` (module docstring)."""
-    from repro.hosts.inventory import load_inventory
-    from repro.results.store import Store
-
     verdict = _verdict_options(request)
     if request.plot:
         from repro.results.plots import check_target
@@ -98,8 +99,8 @@ def _verdict_options(request: BenchRequest) -> VerdictOptions | None:
                            confidence=r.confidence, warmup=r.options.warmup)
 
 
-def _verdict_plans(request: BenchRequest, verdict: VerdictOptions, loaded: list[LoadedStack], inventory, store,
-                   progress) -> tuple[str, ...]:
+def _verdict_plans(request: BenchRequest, verdict: VerdictOptions, loaded: list[LoadedStack], inventory: Inventory,
+                   store: Store, progress: Progress | Lines | None) -> tuple[str, ...]:
     """--until-verdict --dry-run: the rule, then the one point's plan for A and for B."""
     result = bench(loaded, inventory, request.spec, request.options, store, progress)
     if len(result.plans) != 2:
@@ -111,7 +112,7 @@ def _verdict_plans(request: BenchRequest, verdict: VerdictOptions, loaded: list[
     return tuple(lines)
 
 
-def _emit(plans, folder: str) -> tuple[Path, ...]:
+def _emit(plans: Sequence[LaunchPlan], folder: str) -> tuple[Path, ...]:
     """Write every plan's files (--emit DIR); the paths written, in order."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
