@@ -315,9 +315,10 @@ def _swept(report, args: argparse.Namespace) -> int:
         print(line, file=out)
     if report.document is not None:
         sys.stdout.write(render(report.document, args.format))
+    if report.plot_error is not None:
+        raise report.plot_error
     if report.plot is not None:
-        print(f"plot written to {report.plot.value}" if report.plot.ok else f"error: {report.plot.failure}",
-              file=sys.stderr)
+        print(f"plot written to {report.plot}", file=sys.stderr)
     if len(report.stacks) > 1 and result.records:
         print(f"\ninterleaved runs are paired: repro compare {args.stack[0]} {args.stack[1]}"
               + (f" --store {args.store}" if args.store else ""), file=out)
@@ -325,16 +326,17 @@ def _swept(report, args: argparse.Namespace) -> int:
         print(f"{len(result.failed)} of {len(result.records)} runs failed; `repro bench ... --resume` re-runs them",
               file=out)
         return 1
-    return 0 if report.plot is None or report.plot.ok else 1
+    return 0
 
 
 def _stored_lines(made: int, whole: int, root) -> list[str]:
     """What the sweep stored; after --resume, what the table covers."""
+    covers = [f"the table covers all {whole} run(s) of the sweep, {whole - made} of them stored earlier"] if whole \
+        else []
     if not made:
         tail = "; its table:" if whole else ""
-        return [f"nothing to run: every point of this sweep is already stored (--resume){tail}"]
-    covers = f"the table covers all {whole} run(s) of the sweep, {whole - made} of them stored earlier"
-    return [f"\nstored {made} run(s) in {root}", *([covers] if whole else [])]
+        return [f"nothing to run: every point of this sweep is already stored (--resume){tail}", *covers]
+    return [f"\nstored {made} run(s) in {root}", *covers]
 
 
 def _messages(args: argparse.Namespace):

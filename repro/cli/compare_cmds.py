@@ -124,11 +124,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     report = compare_report(request(args))
     sys.stdout.write(render(report.document, args.format))  # -q: the tables and the verdicts only
-    if report.plot is not None and not report.plot.ok:
-        print(f"error: {report.plot.failure}", file=sys.stderr)
-        return 1
+    if report.plot_error is not None:
+        raise report.plot_error
     if report.plot is not None and not getattr(args, "quiet", False):
-        print(f"plot written to {report.plot.value}", file=sys.stderr)
+        print(f"plot written to {report.plot}", file=sys.stderr)
     if report.regression:
         print(f"{report.regression}: exit status {EXIT_REGRESSION}", file=sys.stderr)
         return EXIT_REGRESSION

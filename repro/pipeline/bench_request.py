@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from repro.errors import InputError
+from repro.errors import InputError, ReproError
 from repro.formats import Document
 from repro.hosts.inventory import Inventory, load_inventory
 from repro.launch.plan import LaunchPlan
@@ -17,7 +17,6 @@ from repro.launch.points import SweepSpec
 from repro.manifest import LoadedStack, load_stack
 from repro.pipeline.bench import bench
 from repro.pipeline.running import BenchResult
-from repro.pipeline.stage import Outcome, safe_call
 from repro.pipeline.sweep_plan import BenchOptions
 from repro.pipeline.verdict import VerdictOptions, VerdictResult, dry_run_lines, until_verdict, verdict_options
 from repro.progress import Lines, Progress
@@ -57,7 +56,8 @@ class BenchReport:
     planned: tuple[str, ...] = ()  # a dry run: every plan's lines (which stack and point, then its commands)
     emitted: tuple[Path, ...] = ()
     document: Document | None = None  # the end-of-sweep table: the runs made, or after --resume the whole sweep
-    plot: Outcome[Path] | None = None
+    plot: Path | None = None  # the figure written
+    plot_error: ReproError | None = None  # why it could not be drawn (raised once the table is printed)
 
 
 def run_bench(request: BenchRequest, progress: Progress | Lines | None = None) -> BenchReport:
@@ -135,8 +135,10 @@ def _sweep_report(request: BenchRequest, names: tuple[str, ...], root: Path, res
     shown = {"warmup": request.options.warmup, "baseline_workers": request.baseline_workers,
              "link": request.link_gbps}
     document = sweep_document(records, **shown)
-    drawn = None
+    drawn, error = None, None
     if request.plot and any(r.status == "ok" for r in records):
-        ok = [r for r in records if r.status == "ok"] or records
-        drawn = safe_call("plot", lambda: plot_records(ok, request.plot, **shown))
-    return BenchReport(names, root, result, document=document, plot=drawn)
+        try:
+            drawn = plot_records([r for r in records if r.status == "ok"], request.plot, **shown)
+        except ReproError as exc:  # the sweep's table is still printed; then this error, as before
+            error = exc
+    return BenchReport(names, root, result, document=document, plot=drawn, plot_error=error)

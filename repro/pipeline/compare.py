@@ -14,9 +14,8 @@ from pathlib import Path
 
 from repro.compare import Comparison, Options
 from repro.compare import compare as compare_records
-from repro.errors import InputError
+from repro.errors import InputError, ReproError
 from repro.formats import Document
-from repro.pipeline.stage import Outcome, safe_call
 from repro.results import stats
 from repro.results.select import Filters, Selection, parse_filters, select
 from repro.results.store import Store
@@ -97,7 +96,8 @@ class CompareReport:
 
     comparison: Comparison
     document: Document
-    plot: Outcome[Path] | None = None
+    plot: Path | None = None  # the figure written
+    plot_error: ReproError | None = None  # why it could not be drawn (raised once the report is printed)
     regression: str | None = None  # '2 point(s) significantly slower' when the request fails on it
 
 
@@ -146,9 +146,13 @@ def compare_report(request: CompareRequest) -> CompareReport:
     filters = parse_filters(models=r.models, batches=r.batches, precisions=r.precisions, workers=r.workers,
                             hosts=r.hosts)
     c = compare(old, new, store=store, filters=filters, options=_options(r), store_flag=r.store).comparison
-    drawn = None
+    drawn, error = None, None
     if r.plot:
         from repro.compare.plot import plot
 
-        drawn = safe_call("plot", lambda: plot(c, r.plot))
-    return CompareReport(c, document(c, quiet=r.quiet), drawn, _regression(c) if r.fail_on_regression else None)
+        try:
+            drawn = plot(c, r.plot)
+        except ReproError as exc:  # the report is still printed; then this error, as before
+            error = exc
+    return CompareReport(c, document(c, quiet=r.quiet), drawn, error,
+                         _regression(c) if r.fail_on_regression else None)
