@@ -6,20 +6,25 @@ from __future__ import annotations
 
 import ast
 import csv
+import dataclasses
 import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from repro.cli import build_parser
+from repro.cli import build_parser, main
 from repro.cli.bench_cmds import _verdict, verdict_lines
 from repro.pipeline.bench_request import BenchReport
 from repro.pipeline.compare import CompareRequest, compare_report
 from repro.pipeline.verdict import PairEvidence, VerdictResult
 from repro.results import sequential
+from repro.results.store import Store
 from tests.unit import real_steps
+from tests.unit import test_extensions as ext
 from tests.unit.test_compare import put, stack_ref, sweep
+from tests.unit.test_extensions import toys  # noqa: F401 - a fixture used below
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ("bench_cmds", "compare_cmds", "progress")
@@ -152,8 +157,6 @@ def test_the_verdict_in_markdown_keeps_every_line(verdict, capsys):
 # -- compare_report: the command from paths, typed --------------------------------------------------------------
 
 def test_compare_report_from_a_store_path_says_what_regressed(tmp_path):
-    from repro.results.store import Store
-
     store = Store(tmp_path)
     put(store, sweep(stack_ref("base"), 100, noise=0.002) + sweep(stack_ref("worse"), 90, noise=0.002, seed=3))
     report = compare_report(CompareRequest("base", "worse", store=str(tmp_path), workers=["1,2"],
@@ -171,3 +174,44 @@ def test_compare_report_checks_the_figure_file_before_reading_the_store(tmp_path
         compare_report(CompareRequest("a", "b", store=str(tmp_path / "missing"), plot=str(tmp_path / "x.gif")))
     with pytest.raises(InputError, match="no such directory"):
         compare_report(CompareRequest("a", "b", store=str(tmp_path / "missing")))
+
+
+# -- a real --until-verdict through the command line, as JSON ------------------------------------------------------
+
+class _Throughput(ext.ToyWorkload):
+    """The toy workload as a throughput workload (a fixed step time each run reports): --until-verdict takes it."""
+
+    spec = dataclasses.replace(ext.TOY, name="toyt", kind="throughput")
+
+    def command(self, point, python, *, data=None) -> list[str]:
+        step = point.extra.get("step_seconds", 0.01)
+        return [sys.executable, "-c", ext.PROGRAM.replace('"toy"', '"toyt"'), str(step), str(point.batch_per_worker)]
+
+
+@pytest.fixture
+def toyt(toys):  # noqa: F811 - the fixture imported above
+    from repro.launch.workloads import WORKLOADS
+
+    WORKLOADS.add("toyt", _Throughput())
+    yield
+    WORKLOADS.remove("toyt")
+
+
+def test_until_verdict_runs_real_pairs_and_prints_its_verdict_as_json(toyt, tmp_path, capsys):
+    stacks = []
+    for name in ("a", "b"):  # the same software under two names
+        (tmp_path / f"{name}.yaml").write_text(ext.STACK.read_text() + f"env:\n  REPRO_AA_COPY: {name}\n")
+        stacks += ["--stack", str(tmp_path / f"{name}.yaml")]
+    code = main(["bench", *stacks, "--hosts", str(ROOT / "inventories" / "localhost"), "--workload", "toyt",
+                 "--runtime", "subprocess", "--launcher", "solo", "--scheduler", "inline", "--step-seconds", "0.02",
+                 "--batch-size", "4", "--until-verdict", "--max-pairs", "3", "--store", str(tmp_path / "s"),
+                 "--format", "json", "-q"])
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert code == 0, err
+    assert (data["format"], data["a"], data["b"], data["pairs_run"]) == ("repro.verdict/1", "a", "b", 3)
+    assert data["stopped"] in ("decided", "max pairs") and data["incomplete_pairs"] == 0
+    assert [p["first"] for p in data["pairs"]] == ["A", "B", "A"]
+    stored = {r.id for r in Store(tmp_path / "s").records()}
+    assert {p[side]["id"] for p in data["pairs"] for side in ("a", "b")} == stored and len(stored) == 6
+    assert "all 6 runs are stored (paired)" in err
