@@ -15,11 +15,12 @@ from __future__ import annotations
 import sys
 
 from repro.pipeline.progress import Eta, clock_text, is_training_step, point_step
+from repro.progress import Progress
 
 __all__ = ["Eta", "LiveProgress", "QuietProgress", "clock_text", "is_training_step", "point_step"]
 
 
-class QuietProgress:
+class QuietProgress(Progress):
     """-q: only what went wrong (failed points, warnings, clean-up left to do); results print at the end."""
 
     def status(self, text: str) -> None:
@@ -37,7 +38,7 @@ class QuietProgress:
             print(f"{label}: {summary}", file=sys.stderr, flush=True)
 
 
-class LiveProgress:
+class LiveProgress(Progress):
     """A live bar on a terminal: what is being done, the sweep's position, the running point, time elapsed and
     left (measured); results above it."""
 
