@@ -297,6 +297,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """argparse `type=` for a wall time: seconds, or a number with s, m (min) or h."""
+    raw = str(text).strip().lower()
+    unit = next((u for u in sorted(_UNITS, key=len, reverse=True) if raw.endswith(u) and raw[:-len(u)].strip()), "")
+    value = positive_seconds(raw[:-len(unit)].strip() if unit else raw)
+    return value * _UNITS.get(unit, 1.0)
+
+
 def finite_number(text: str) -> float:
     """argparse `type=` for a finite decimal number (no nan, no inf)."""
     try:

@@ -10,19 +10,10 @@ from __future__ import annotations
 import argparse
 
 from repro.formats import FORMATS
-from repro.inputs import count_argument, finite_number, path_argument, positive_seconds
-from repro.pipeline import DEFAULT_REPEATS
+from repro.inputs import count_argument, duration, finite_number, path_argument, positive_seconds
+from repro.pipeline import DEFAULT_MAX_PAIRS, DEFAULT_REPEATS
 
-DEFAULT_MAX_PAIRS = 30
-_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-
-
-def duration(text: str) -> float:
-    """argparse `type=` for a wall time: seconds, or a number with s, m (min) or h."""
-    raw = str(text).strip().lower()
-    unit = next((u for u in sorted(_UNITS, key=len, reverse=True) if raw.endswith(u) and raw[:-len(u)].strip()), "")
-    value = positive_seconds(raw[:-len(unit)].strip() if unit else raw)
-    return value * _UNITS.get(unit, 1.0)
+__all__ = ["cmd_bench", "duration", "options", "register", "sweep_spec", "verdict_lines"]
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -78,43 +69,14 @@ def _once(values: list[str] | None, flag: str) -> str | None:
     return values[-1]
 
 
-def _shown(value: object) -> str:
-    return {True: "on", False: "off"}.get(value, str(value)) if isinstance(value, bool) else str(value)  # type: ignore
-
-
-def _default(setting: str, field: str) -> str:
-    """' (default: ...)' for a common setting: the stack's benchmark field for throughput workloads (the schema's
-    default unless the stack sets one), each other workload's own default."""
-    from repro.launch.workloads import WORKLOADS
-    from repro.manifest.schema import Benchmark
-    from repro.workloads.catalog import spec_of
-
-    derived = {"fp16": "fp32", "data_format": "NCHW on GPU, NHWC on CPU"}  # what the field's default means
-    base = derived.get(field, Benchmark.model_fields[field].default)
-    others = []
-    for name in WORKLOADS.names():
-        spec = spec_of(name)  # the spec alone: not the launcher's module
-        option = spec.by_setting(setting)
-        if spec.kind != "throughput" and option is not None and option.bench:
-            others.append(f"{name}: {_shown(option.default) if option.default is not None else 'its own'}")
-    return f" (default: the stack's benchmark.{field}, {_shown(base)} unless it sets one" + (
-        f"; {'; '.join(others)}" if others else "") + ")"
-
-
 def _workload_options(p: argparse.ArgumentParser) -> None:
     """One argument group per workload with its own options (declared in its spec)."""
-    from repro.launch.workloads import WORKLOADS
-    from repro.workloads.catalog import spec_of
+    from repro.pipeline.choices import shown, workload_flags
 
-    seen: set[str] = set()
-    for name in WORKLOADS.names():
-        options = [o for o in spec_of(name).extra_options if o.name not in seen]
-        if not options:
-            continue
+    for name, options in workload_flags().items():
         g = p.add_argument_group(f"{name} (--workload {name})")
         for o in options:
-            seen.add(o.name)
-            default = "" if o.default is None else f" (default {_shown(o.default)})"
+            default = "" if o.default is None else f" (default {shown(o.default)})"
             g.add_argument(o.flag, dest=f"x_{o.name}", action="append", metavar="V", help=f"{o.help}{default}")
 
 
@@ -129,23 +91,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _bench_arguments(p: argparse.ArgumentParser) -> None:
-    from repro.launch.launchers import LAUNCHERS
-    from repro.launch.runtimes import RUNTIMES
-    from repro.launch.schedulers import SCHEDULERS
-    from repro.launch.workloads import WORKLOADS
+    from repro.pipeline.choices import bench_axes
+    from repro.pipeline.choices import setting_default as _default
 
+    axes = bench_axes()
     p.add_argument("--stack", required=True, action="append", metavar="STACK", type=path_argument,
                    help="stack manifest; give two or more to interleave them (A B A B ... on the same hosts, "
                    "paired for `repro compare`)")
     p.add_argument("--hosts", default="inventories/localhost", metavar="INVENTORY", type=path_argument,
                    help="Ansible inventory (default: inventories/localhost)")
-    p.add_argument("--runtime", choices=RUNTIMES.names(), default=None,
-                   help=f"{RUNTIMES.describe()} (default: host for a local inventory, else docker)")
-    p.add_argument("--launcher", choices=LAUNCHERS.names(), default=None,
-                   help=f"{LAUNCHERS.describe()} (default: the one the Horovod controller needs)")
-    p.add_argument("--scheduler", choices=SCHEDULERS.names(), default="direct", help=SCHEDULERS.describe())
-    p.add_argument("--workload", choices=WORKLOADS.names(), default=None,
-                   help=f"{WORKLOADS.describe()} (default: the stack's benchmark.workload)")
+    p.add_argument("--runtime", choices=axes["runtime"][0], default=None,
+                   help=f"{axes['runtime'][1]} (default: host for a local inventory, else docker)")
+    p.add_argument("--launcher", choices=axes["launcher"][0], default=None,
+                   help=f"{axes['launcher'][1]} (default: the one the Horovod controller needs)")
+    p.add_argument("--scheduler", choices=axes["scheduler"][0], default="direct", help=axes["scheduler"][1])
+    p.add_argument("--workload", choices=axes["workload"][0], default=None,
+                   help=f"{axes['workload'][1]} (default: the stack's benchmark.workload)")
     g = p.add_argument_group("sweep (list flags take comma lists and accumulate when repeated)")
     g.add_argument("--workers", action="append", metavar="N,...", help="worker counts, e.g. 1,2,4,8 (default 1)")
     g.add_argument("--model", action="append", metavar="M,...", help="models" + _default("model", "model"))
@@ -186,7 +147,8 @@ def _running_options(p: argparse.ArgumentParser) -> None:
     r.add_argument("--store", default=None, type=path_argument,
                    help="results directory (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     r.add_argument("--format", choices=FORMATS.names(), default="table",
-                   help=f"output format of the end-of-sweep table: {FORMATS.describe()} (default table)")
+                   help=f"output format of the end-of-sweep table, or of the verdict with --until-verdict: "
+                   f"{FORMATS.describe()} (default table)")
     r.add_argument("--plot", default=None, metavar="FILE", type=path_argument,
                    help="also write a figure (.png or .svg; checked before the sweep starts): cnn images/sec per "
                    "worker count with speedup against the ideal line, all-reduce latency and bus bandwidth per size "
@@ -217,12 +179,9 @@ def _running_options(p: argparse.ArgumentParser) -> None:
 
 def _scheduler_options(p: argparse.ArgumentParser) -> None:
     """One argument group per scheduler with its site settings (declared by the scheduler: SiteOption)."""
-    from repro.launch.schedulers import SCHEDULERS, options_of
+    from repro.pipeline.choices import scheduler_flags
 
-    for name in SCHEDULERS.names():
-        options = options_of(name)
-        if not options:
-            continue
+    for name, options in scheduler_flags().items():
         g = p.add_argument_group(f"--scheduler {name} site settings (override the inventory's variables named in "
                                  f"each; see docs/{name}.md)")
         for o in options:
@@ -231,31 +190,9 @@ def _scheduler_options(p: argparse.ArgumentParser) -> None:
                            choices=o.choices, help=o.help)
 
 
-class QuietProgress:
-    """-q: only what went wrong (failed points, warnings, clean-up left to do); results print at the end."""
-
-    def status(self, text: str) -> None:
-        pass
-
-    def message(self, text: str) -> None:
-        import sys
-
-        if "warning" in text or "could not" in text or "removed" in text:
-            print(text, file=sys.stderr, flush=True)
-
-    def running(self, n: int, total: int, label: str, where: str) -> None:
-        pass
-
-    def finished(self, n: int, total: int, label: str, summary: str) -> None:
-        import sys
-
-        if summary.startswith(("FAILED", "interrupted")):
-            print(f"{label}: {summary}", file=sys.stderr, flush=True)
-
-
 def sweep_spec(args: argparse.Namespace):
     """The SweepSpec the flags ask for (values checked against the workload later, in points.resolve)."""
-    from repro.launch.points import SweepSpec
+    from repro.pipeline.bench_request import SweepSpec
 
     def one_int(flag: str, values: list[str] | None, minimum: int) -> int | None:
         v = _once(values, flag)
@@ -284,17 +221,13 @@ def options(args: argparse.Namespace):
     import math
 
     from repro.errors import InputError
-    from repro.pipeline.bench import BenchOptions
+    from repro.pipeline.bench_request import BenchOptions
 
     repeats = _ints("--repeats", [_once(args.repeats, "--repeats") or str(DEFAULT_REPEATS)])[0]
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise InputError(f"--timeout: expected a positive number of seconds, found {args.timeout:g}")
     if args.link_gbps is not None and (not math.isfinite(args.link_gbps) or args.link_gbps <= 0):
         raise InputError(f"--link-gbps: expected a positive number, found {args.link_gbps:g}")
-    if args.plot:
-        from repro.results.plots import check_target
-
-        check_target(args.plot)  # a plot that cannot be written is refused before the sweep, not after it
     site = {k.removeprefix("site_"): tuple(v) if isinstance(v, list) else v for k, v in vars(args).items()
             if k.startswith("site_") and v not in (None, [])}  # the schedulers' site settings, by variable
     if args.emit and not args.dry_run:
@@ -304,150 +237,106 @@ def options(args: argparse.Namespace):
                         site=site, verbose=bool(getattr(args, "verbose", False)))
 
 
+def request(args: argparse.Namespace):
+    """The BenchRequest the flags ask for: every flag checked before anything is read or started."""
+    from repro.pipeline.bench_request import BenchRequest
+
+    return BenchRequest(stacks=tuple(dict.fromkeys(args.stack)), hosts=args.hosts, spec=sweep_spec(args),
+                        options=options(args), store=args.store, emit=args.emit, plot=args.plot,
+                        baseline_workers=args.baseline_workers, link_gbps=args.link_gbps,
+                        until_verdict=args.until_verdict, max_pairs=args.max_pairs, max_time=args.max_time,
+                        threshold=args.threshold, confidence=args.confidence)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    """Run (or plan) the sweep, or A/B pairs until a verdict, with live progress on a terminal; print the result."""
     import contextlib
     import sys
 
-    from repro.cli.progress import LiveProgress
-    from repro.hosts.inventory import load_inventory
-    from repro.manifest import load_stack
-    from repro.pipeline.bench import bench
-    from repro.results.store import Store
+    from repro.cli.progress import LiveProgress, QuietProgress
+    from repro.pipeline.bench_request import run_bench
 
-    spec, opts = sweep_spec(args), options(args)  # every flag checked before anything is read or started
-    stacks = list(dict.fromkeys(args.stack))
+    wanted = request(args)
     live = LiveProgress() if sys.stderr.isatty() and not (args.dry_run or args.quiet) else None
-    progress = live or (QuietProgress() if args.quiet else None)
-    if args.until_verdict or args.max_pairs or args.max_time:
-        loaded, inventory, store = [load_stack(s) for s in stacks], load_inventory(args.hosts), Store(args.store)
-        return _until_verdict(args, loaded, inventory, spec, opts, store, live, progress)
     with live or contextlib.nullcontext():
         if live is not None:  # from the first second: say what is happening
-            live.status(f"reading stack {', '.join(stacks)} and inventory {args.hosts}")
-        loaded = [load_stack(s) for s in stacks]
-        inventory = load_inventory(args.hosts)
-        store = Store(args.store)
-        result = bench(loaded if len(loaded) > 1 else loaded[0], inventory, spec, opts, store, progress)
+            live.status(f"reading stack {', '.join(wanted.stacks)} and inventory {args.hosts}")
+        report = run_bench(wanted, live or (QuietProgress() if args.quiet else None))
     if args.dry_run:
-        for i, plan in enumerate(result.plans):
-            print("\n".join([*result.labels[i:i + 1], *plan.describe()]))
-        if args.emit:
-            _emit(result.plans, args.emit)
-        return 0
-    _report(result.records, store, args, result.sweep_records)
-    if len(loaded) > 1 and result.records:
-        print(f"\ninterleaved runs are paired: repro compare {stacks[0]} {stacks[1]}"
-              + (f" --store {args.store}" if args.store else ""), file=_messages(args))
+        return _planned(report)
+    if report.verdict is not None:
+        return _verdict(report, args)
+    return _swept(report, args)
+
+
+def _planned(report) -> int:
+    """--dry-run: every plan's lines on stdout, each file --emit wrote on stderr."""
+    import sys
+
+    sys.stdout.write("".join(line + "\n" for line in report.planned))
+    for path in report.emitted:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _verdict(report, args: argparse.Namespace) -> int:
+    """--until-verdict: the verdict, its evidence and the time it took; where the paired runs are."""
+    import sys
+
+    from repro.formats import is_machine, render
+
+    sys.stdout.write(render(_verdict_document(report.verdict, machine=is_machine(args.format)), args.format))
+    print(f"\nall {len(report.verdict.records)} runs are stored (paired): repro compare {args.stack[0]} "
+          f"{args.stack[1]}" + (f" --store {args.store}" if args.store else ""), file=_messages(args))
+    return 0 if report.verdict.failed_pairs == 0 else 1
+
+
+def _verdict_document(verdict, *, machine: bool):
+    """The verdict's lines for people; for programs one row per pair (csv) and the whole verdict (json)."""
+    from repro.formats import Column, Document, Table, Text
+
+    if not machine:
+        return Document((Text(tuple(verdict.describe())),), data=verdict.to_dict())
+    rows = tuple({"pair": p.index, "first": p.first, "a_id": p.old.id, "a_status": p.old.status, "b_id": p.new.id,
+                  "b_status": p.new.status, "ratio": p.ratio} for p in verdict.pairs)
+    columns = tuple(Column(k, numeric=k in ("pair", "ratio")) for k in (rows[0] if rows else ("pair",)))
+    cells = tuple(tuple("-" if v is None else str(v) for v in row.values()) for row in rows)
+    return Document((Table(columns, cells, rows, name="pairs"),), data=verdict.to_dict())
+
+
+def _swept(report, args: argparse.Namespace) -> int:
+    """The end-of-sweep messages and table, the figure written, what failed."""
+    import sys
+
+    from repro.formats import render
+
+    out, result = _messages(args), report.result
+    for line in _stored_lines(len(result.records), len(result.sweep_records), report.store_root):
+        print(line, file=out)
+    if report.document is not None:
+        sys.stdout.write(render(report.document, args.format))
+    if report.plot_error is not None:
+        raise report.plot_error
+    if report.plot is not None:
+        print(f"plot written to {report.plot}", file=sys.stderr)
+    if len(report.stacks) > 1 and result.records:
+        print(f"\ninterleaved runs are paired: repro compare {args.stack[0]} {args.stack[1]}"
+              + (f" --store {args.store}" if args.store else ""), file=out)
     if result.failed:
         print(f"{len(result.failed)} of {len(result.records)} runs failed; `repro bench ... --resume` re-runs them",
-              file=_messages(args))
+              file=out)
         return 1
     return 0
 
 
-def _emit(plans, folder: str) -> None:
-    """Write every plan's files (--emit DIR), naming each on stderr."""
-    import sys
-    from pathlib import Path
-
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    for index, plan in enumerate(plans, 1):
-        for name, text in plan.files().items():
-            name = f"{index:02d}-{name}" if len(plans) > 1 else name  # a dry run's points share a run id
-            (out / name).write_text(text, encoding="utf-8")
-            print(f"wrote {out / name}", file=sys.stderr)
-
-
-def verdict_options(args: argparse.Namespace):
-    """The sequential rule and budget of --until-verdict, checked."""
-    from repro.cli.compare_cmds import verdict_levels
-    from repro.errors import InputError
-    from repro.pipeline.verdict import VerdictOptions
-    from repro.results import sequential
-
-    threshold, confidence = verdict_levels(args)
-    pairs = args.max_pairs or DEFAULT_MAX_PAIRS
-    if pairs < sequential.FIRST_LOOK:
-        raise InputError(f"--max-pairs: at least {sequential.FIRST_LOOK} (the first look of the test), found {pairs}")
-    if pairs > 500:
-        raise InputError(f"--max-pairs: at most 500, found {pairs}")
-    rule = sequential.Rule(max_pairs=pairs, confidence=confidence, threshold=threshold)
-    return VerdictOptions(rule=rule, max_time=args.max_time, warmup=args.warmup)
-
-
-def _until_verdict(args, loaded, inventory, spec, opts, store, live, progress) -> int:
-    """--until-verdict: pairs until the sequential rule decides; the verdict, its evidence and the time it took."""
-    import contextlib
-
-    from repro.errors import InputError
-    from repro.pipeline.verdict import dry_run_lines, until_verdict
-
-    if not args.until_verdict:
-        raise InputError("--max-pairs and --max-time are budgets of --until-verdict", hint="add --until-verdict")
-    if len(loaded) != 2:
-        raise InputError(f"--until-verdict compares two stacks; {len(loaded)} given",
-                         hint="give --stack OLD --stack NEW")
-    verdict = verdict_options(args)
-    if args.dry_run:
-        from repro.pipeline.bench import bench
-
-        result = bench(loaded, inventory, spec, opts, store, progress)
-        if len(result.plans) != 2:
-            raise InputError(f"--until-verdict decides one point at a time; these flags make {len(result.plans) // 2}",
-                             hint="give one value each of --workers, --model, --batch-size, ...")
-        print("\n".join(dry_run_lines(loaded, verdict.rule)))
-        for i, plan in enumerate(result.plans):
-            print("\n".join([f"# {'AB'[i]}: {loaded[i].stack.name}", *plan.describe()]))
-        return 0
-    with live or contextlib.nullcontext():
-        result = until_verdict(loaded, inventory, spec, opts, store, verdict, progress)
-    out = _messages(args)
-    for line in verdict_lines(result):
-        print(line, file=out)
-    print(f"\nall {len(result.records)} runs are stored (paired): repro compare {args.stack[0]} {args.stack[1]}"
-          + (f" --store {args.store}" if args.store else ""), file=out)
-    return 0 if result.failed_pairs == 0 else 1
-
-
-def verdict_lines(result) -> list[str]:
-    """The verdict of --until-verdict, how long it took, and every pair it rests on."""
-    from repro.results import sequential
-
-    d = result.decision
-    a, b = result.stacks
-    if d.verdict in (sequential.FASTER, sequential.SLOWER) and d.ratio:
-        factor = d.ratio if d.ratio >= 1 else 1 / d.ratio
-        said = f"{b} is {factor:.2f}x {d.verdict} than {a}"
-    elif d.verdict == sequential.EQUIVALENT:
-        said = f"{b} and {a} are equivalent within {d.threshold:.0%}"
-    else:
-        said = f"undecided ({result.stopped.replace('max', 'budget spent: max')})" if result.stopped != "decided" \
-            else "undecided"
-    interval = f"; B/A {d.ratio:.3f}, {d.confidence:.0%} sequential interval [{d.low:.3f}, {d.high:.3f}]" \
-        if d.ratio is not None and d.low is not None and d.high is not None else ""
-    lines = [f"\nverdict: {said}{interval}",
-             f"time to verdict: {len(result.pairs)} pair(s) ({result.failed_pairs} incomplete), wall time "
-             f"{result.wall_s / 60:.1f} min, benchmark time {result.bench_s / 60:.1f} min",
-             *_steps_line(result.steps),
-             "evidence (every pair, in the order run):"]
-    for p in result.pairs:
-        ratio = f"B/A {p.ratio:.3f}" if p.ratio is not None else "incomplete: " + "; ".join(
-            f"{r.stack.name} {r.status}: {r.failure}" for r in (p.old, p.new) if r.status != "ok")
-        first, second = (p.old, p.new) if p.first == "A" else (p.new, p.old)
-        lines.append(f"  pair {p.index}: {first.stack.name} {first.id} then {second.stack.name} {second.id}: {ratio}")
-    return lines
-
-
-def _steps_line(advice) -> list[str]:
-    """Kalibera and Jones' steps per run, from the runs just made (none without an estimate)."""
-    if advice is None:
-        return []
-    cost = f"a run's start costs {advice.start_s:.1f} s, a step {advice.step_s:.3f} s"
-    if advice.steps is None:
-        return [f"steps per run: runs differ no more than their steps suggest ({cost}): longer runs and fewer "
-                "pairs would do (Kalibera and Jones 2013)"]
-    return [f"steps per run worth measuring (Kalibera and Jones 2013): about {advice.steps} ({cost})"]
+def _stored_lines(made: int, whole: int, root) -> list[str]:
+    """What the sweep stored; after --resume, what the table covers."""
+    covers = [f"the table covers all {whole} run(s) of the sweep, {whole - made} of them stored earlier"] if whole \
+        else []
+    if not made:
+        tail = "; its table:" if whole else ""
+        return [f"nothing to run: every point of this sweep is already stored (--resume){tail}", *covers]
+    return [f"\nstored {made} run(s) in {root}", *covers]
 
 
 def _messages(args: argparse.Namespace):
@@ -459,32 +348,6 @@ def _messages(args: argparse.Namespace):
     return sys.stderr if is_machine(args.format) else sys.stdout
 
 
-def _report(records, store, args, whole=()) -> None:
-    """The end-of-sweep table of every stack's records (one table: stacks side by side) and the figure; after
-    --resume, of every run of the sweep (`whole`), those stored earlier included."""
-    import sys
-
-    from repro.compare.kind import sweep_document
-    from repro.formats import render
-
-    out = _messages(args)
-    if not records:
-        print("nothing to run: every point of this sweep is already stored (--resume)"
-              + ("; its table:" if whole else ""), file=out)
-        if not whole:
-            return
-    else:
-        print(f"\nstored {len(records)} run(s) in {store.root}", file=out)
-    if whole:
-        print(f"the table covers all {len(whole)} run(s) of the sweep, {len(whole) - len(records)} of them stored "
-              "earlier", file=out)
-        records = list(whole)
-    ok = [r for r in records if r.status == "ok"] or records
-    sys.stdout.write(render(sweep_document(records, warmup=args.warmup, baseline_workers=args.baseline_workers,
-                                           link=args.link_gbps), args.format))
-    if args.plot and any(r.status == "ok" for r in records):
-        from repro.compare.kind import plot_records
-
-        written = plot_records(ok, args.plot, warmup=args.warmup, baseline_workers=args.baseline_workers,
-                               link=args.link_gbps)
-        print(f"plot written to {written}", file=sys.stderr)
+def verdict_lines(result) -> list[str]:
+    """The verdict of --until-verdict, how long it took, and every pair it rests on (repro.pipeline.verdict's)."""
+    return result.describe()

@@ -28,7 +28,8 @@ def add_filter_options(p: argparse.ArgumentParser, *, subcommand: bool = False) 
 
 
 def filters_from(args: argparse.Namespace):
-    from repro.results.select import parse_filters
+    """The filters the flags ask for (kept for the results commands; compare passes the values on)."""
+    from repro.pipeline.compare import parse_filters
 
     return parse_filters(models=args.model, batches=args.batch, precisions=args.precision, workers=args.workers,
                          hosts=args.hosts)
@@ -36,15 +37,9 @@ def filters_from(args: argparse.Namespace):
 
 def reading_store(path: str | None):
     """The store a command reads from; a --store that is not a directory is an error (exit 2), not an empty store."""
-    from pathlib import Path
+    from repro.pipeline.compare import reading_store as store
 
-    from repro.errors import InputError
-    from repro.results.store import Store
-
-    if path is not None and not Path(path).is_dir():
-        raise InputError(f"--store {path}: no such directory", hint="give the results directory `repro bench` "
-                         "stored its runs in (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
-    return Store(path)
+    return store(path)
 
 
 def add_window_options(p: argparse.ArgumentParser) -> None:
@@ -108,74 +103,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_compare)
 
 
-def verdict_levels(args: argparse.Namespace) -> tuple[float, float]:
-    """--threshold and --confidence (their defaults where not given), checked: what a verdict is judged by."""
-    from repro.errors import InputError
-    from repro.results import stats
+def request(args: argparse.Namespace):
+    """The CompareRequest the flags ask for (every value is checked by the pipeline, before any work)."""
+    from repro.pipeline.compare import CompareRequest
 
-    threshold = stats.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
-    confidence = stats.DEFAULT_CONFIDENCE if args.confidence is None else args.confidence
-    if not 0 <= threshold < 1:
-        raise InputError(f"--threshold: expected a fraction in [0, 1), found {threshold}")
-    if not 0.5 <= confidence < 1:
-        raise InputError(f"--confidence: expected a level in [0.5, 1), found {confidence}")
-    return threshold, confidence
-
-
-def options_from(args: argparse.Namespace):
-    from repro.compare import Options
-
-    threshold, confidence = verdict_levels(args)
-    within = None
-    if getattr(args, "reference", None) is not None:
-        within = 0.05 if args.within is None else args.within
-    return Options(threshold=threshold, confidence=confidence, allow_different_hardware=args.allow_different_hardware,
-                   warmup=args.warmup or "fixed", baseline_workers=args.baseline_workers, within=within)
-
-
-def sides(args: argparse.Namespace) -> tuple[str, str]:
-    """OLD and NEW: the two selections, or with --reference the reference and the one selection given."""
-    from repro.errors import InputError
-
-    if args.reference is not None:
-        if args.new is not None:
-            raise InputError("compare --reference REF takes one selection (the candidate), not two",
-                             hint=f"repro compare {args.old} --reference {args.reference} --within 5%")
-        return args.reference, args.old
-    if args.within is not None:
-        raise InputError("--within is the margin of --reference", hint="give --reference REF, or use --threshold")
-    if args.new is None:
-        raise InputError("compare needs OLD and NEW (or one selection and --reference REF)")
-    return args.old, args.new
+    return CompareRequest(
+        old=args.old, new=args.new, reference=args.reference, within=args.within, store=args.store,
+        models=args.model, batches=args.batch, precisions=args.precision, workers=args.workers, hosts=args.hosts,
+        threshold=args.threshold, confidence=args.confidence, allow_different_hardware=args.allow_different_hardware,
+        warmup=args.warmup, baseline_workers=args.baseline_workers, plot=args.plot,
+        quiet=bool(getattr(args, "quiet", False)), fail_on_regression=args.fail_on_regression)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    """Compare, print the report in the format asked for, say where the figure went and what regressed."""
     import sys
 
-    from repro.compare.render import render
-    from repro.pipeline.compare import compare
+    from repro.formats import render
+    from repro.pipeline.compare import compare_report
 
-    if args.plot:
-        from repro.results.plots import check_target
-
-        check_target(args.plot)  # before any work
-    old, new = sides(args)
-    result = compare(old, new, store=reading_store(args.store), filters=filters_from(args),
-                     options=options_from(args), store_flag=args.store).comparison
-    quiet = bool(getattr(args, "quiet", False))
-    sys.stdout.write(render(result, args.format, quiet=quiet))  # -q: the tables and the verdicts only
-    if args.plot:
-        from repro.compare.plot import plot
-
-        written = plot(result, args.plot)
-        if not quiet:
-            print(f"plot written to {written}", file=sys.stderr)
-    if args.fail_on_regression and result.reference is not None and result.reference.below:
-        print(f"{len(result.reference.below)} figure(s) below {1 - result.reference.within:.0%} of the reference: "
-              f"exit status {EXIT_REGRESSION}", file=sys.stderr)
-        return EXIT_REGRESSION
-    if args.fail_on_regression and result.regressions:
-        print(f"{len(result.regressions)} point(s) significantly slower: exit status {EXIT_REGRESSION}",
-              file=sys.stderr)
+    report = compare_report(request(args))
+    sys.stdout.write(render(report.document, args.format))  # -q: the tables and the verdicts only
+    if report.plot_error is not None:
+        raise report.plot_error
+    if report.plot is not None and not getattr(args, "quiet", False):
+        print(f"plot written to {report.plot}", file=sys.stderr)
+    if report.regression:
+        print(f"{report.regression}: exit status {EXIT_REGRESSION}", file=sys.stderr)
         return EXIT_REGRESSION
     return 0

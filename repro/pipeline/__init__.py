@@ -10,3 +10,5 @@ values, pure logic and adapters; they never drive other stages.
 """
 
 from repro.results import DEFAULT_REPEATS  # noqa: F401  (the CLI's default; compare's suggested commands use it too)
+
+DEFAULT_MAX_PAIRS = 30  # --until-verdict's budget in A/B pairs when --max-pairs is not given

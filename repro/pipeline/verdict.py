@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from repro.compare.kind import KINDS
 from repro.errors import InputError
@@ -75,6 +76,14 @@ class VerdictResult:
     @property
     def records(self) -> list[RunRecord]:
         return [r for p in self.pairs for r in ((p.old, p.new) if p.first == "A" else (p.new, p.old))]
+
+    def describe(self) -> list[str]:
+        """The verdict, how long it took, and every pair it rests on, as lines (verdict_lines)."""
+        return verdict_lines(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as JSON data (verdict_data)."""
+        return verdict_data(self)
 
 
 def pair_order(index: int) -> tuple[int, int]:
@@ -189,3 +198,76 @@ def _progress_line(pair: PairEvidence, decision: sequential.Decision, rule: sequ
         so_far = f"so far {decision.ratio:.3f} [{decision.low:.3f}, {decision.high:.3f}] over {decision.pairs} pairs"
     word = "continuing" if decision.verdict == sequential.CONTINUE else decision.verdict
     return f"pair {pair.index}: {what}; {so_far}: {word}"
+
+
+def verdict_options(*, max_pairs: int | None = None, max_time: float | None = None, threshold: float | None = None,
+                    confidence: float | None = None, warmup: str = steady.FIXED) -> VerdictOptions:
+    """The sequential rule and budget of --until-verdict, checked (defaults where a value is not given)."""
+    from repro.pipeline import DEFAULT_MAX_PAIRS
+    from repro.pipeline.compare import levels
+
+    threshold, confidence = levels(threshold, confidence)
+    pairs = max_pairs or DEFAULT_MAX_PAIRS
+    if pairs < sequential.FIRST_LOOK:
+        raise InputError(f"--max-pairs: at least {sequential.FIRST_LOOK} (the first look of the test), found {pairs}")
+    if pairs > 500:
+        raise InputError(f"--max-pairs: at most 500, found {pairs}")
+    rule = sequential.Rule(max_pairs=pairs, confidence=confidence, threshold=threshold)
+    return VerdictOptions(rule=rule, max_time=max_time, warmup=warmup)
+
+
+# -- the report --------------------------------------------------------------------------------------------------
+
+def verdict_lines(result: VerdictResult) -> list[str]:
+    """The verdict of --until-verdict, how long it took, and every pair it rests on."""
+    d = result.decision
+    a, b = result.stacks
+    if d.verdict in (sequential.FASTER, sequential.SLOWER) and d.ratio:
+        factor = d.ratio if d.ratio >= 1 else 1 / d.ratio
+        said = f"{b} is {factor:.2f}x {d.verdict} than {a}"
+    elif d.verdict == sequential.EQUIVALENT:
+        said = f"{b} and {a} are equivalent within {d.threshold:.0%}"
+    else:
+        said = f"undecided ({result.stopped.replace('max', 'budget spent: max')})" if result.stopped != "decided" \
+            else "undecided"
+    interval = f"; B/A {d.ratio:.3f}, {d.confidence:.0%} sequential interval [{d.low:.3f}, {d.high:.3f}]" \
+        if d.ratio is not None and d.low is not None and d.high is not None else ""
+    lines = [f"\nverdict: {said}{interval}",
+             f"time to verdict: {len(result.pairs)} pair(s) ({result.failed_pairs} incomplete), wall time "
+             f"{result.wall_s / 60:.1f} min, benchmark time {result.bench_s / 60:.1f} min",
+             *_steps_line(result.steps),
+             "evidence (every pair, in the order run):"]
+    for p in result.pairs:
+        ratio = f"B/A {p.ratio:.3f}" if p.ratio is not None else "incomplete: " + "; ".join(
+            f"{r.stack.name} {r.status}: {r.failure}" for r in (p.old, p.new) if r.status != "ok")
+        first, second = (p.old, p.new) if p.first == "A" else (p.new, p.old)
+        lines.append(f"  pair {p.index}: {first.stack.name} {first.id} then {second.stack.name} {second.id}: {ratio}")
+    return lines
+
+
+def _steps_line(advice: stats.StepsAdvice | None) -> list[str]:
+    """Kalibera and Jones' steps per run, from the runs just made (none without an estimate)."""
+    if advice is None:
+        return []
+    cost = f"a run's start costs {advice.start_s:.1f} s, a step {advice.step_s:.3f} s"
+    if advice.steps is None:
+        return [f"steps per run: runs differ no more than their steps suggest ({cost}): longer runs and fewer "
+                "pairs would do (Kalibera and Jones 2013)"]
+    return [f"steps per run worth measuring (Kalibera and Jones 2013): about {advice.steps} ({cost})"]
+
+
+def _run_dict(record: RunRecord) -> dict[str, Any]:
+    return {"stack": record.stack.name, "id": record.id, "status": record.status, "failure": record.failure}
+
+
+def verdict_data(result: VerdictResult) -> dict[str, Any]:
+    """The verdict as JSON data (docs/statistics.md, "The verdict as JSON")."""
+    d, s = result.decision, result.steps
+    return {"format": "repro.verdict/1", "a": result.stacks[0], "b": result.stacks[1],
+            "sweep_ids": list(result.sweep_ids), "verdict": d.verdict, "stopped": result.stopped,
+            "ratio": d.ratio, "low": d.low, "high": d.high, "confidence": d.confidence, "threshold": d.threshold,
+            "pairs_run": len(result.pairs), "incomplete_pairs": result.failed_pairs, "wall_s": result.wall_s,
+            "bench_s": result.bench_s,
+            "steps": None if s is None else {"steps": s.steps, "start_s": s.start_s, "step_s": s.step_s},
+            "pairs": [{"pair": p.index, "first": p.first, "ratio": p.ratio, "a": _run_dict(p.old),
+                       "b": _run_dict(p.new)} for p in result.pairs]}

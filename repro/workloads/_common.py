@@ -309,7 +309,7 @@ STEP_LINE = re.compile(r"\s*\[(\d+)/(\d+)\]( step\b)?")
 
 def step_of(line: str) -> tuple[int, int, bool] | None:
     """(k, N, a training step?) of a progress line '[k/N] ...' ('[k/N] step ...': one training step of N), else
-    None: how repro reads how far a running point is (repro.cli.progress)."""
+    None: how repro reads how far a running point is (repro.pipeline.progress)."""
     m = STEP_LINE.match(line)
     if not m:
         return None
