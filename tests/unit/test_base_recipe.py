@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from repro.errors import BackendUnavailable, ImageError
-from repro.image import base_recipe
-from repro.image import rootfs
+from repro.image import base_recipe, rootfs
 from tests.cluster.fixtures import skip_or_fail
 
 
