@@ -209,7 +209,8 @@ def local_engine() -> Iterator[docker.DockerClient]:
 def base_rootfs() -> Path:
     """The debootstrap root filesystem tarball of debian:12 in the repro cache, built if absent."""
     from repro.errors import ReproError
-    from repro.image.base import ensure_rootfs_tarball, recipe_for
+    from repro.image.base_recipe import recipe_for
+    from repro.image.rootfs import ensure_rootfs_tarball
 
     try:
         tarball, _ = ensure_rootfs_tarball(recipe_for(BASE_REF))

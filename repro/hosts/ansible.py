@@ -3,7 +3,8 @@
 A `PlaybookRun` is the plan (pure): playbook, inventory, extra variables, tags, check mode; its `argv()`
 is the equivalent `ansible-playbook` command line, which `--dry-run` prints. `run_playbook` executes a
 plan with `ansible_runner.run` and reports every task result to a progress callback as it happens.
-ansible-runner is imported only here, inside the function that needs it.
+ansible-runner is imported only here, inside the function that needs it. Its events become outcomes in
+repro.hosts.ansible_events; secrets are scrubbed from what it leaves by repro.hosts.ansible_scrub.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from repro import children
 from repro.errors import BackendUnavailable
 from repro.extras import need
 from repro.hosts import ssh_trust
+from repro.hosts.ansible_events import Collector, HostOutcome, TaskResult
+from repro.hosts.ansible_scrub import keep_artifacts, secret_values
 from repro.hosts.ssh_trust import check_environment
 from repro.resources import data_dir as repro_data_dir
-from repro.results.redact import is_secret_name, marker, redact_text, redact_tree
+from repro.results.redact import redact_tree
 
-SKIP_PREFIX = "skipped:"
 # Connection settings that make failures quick and explicit; the rest is in playbooks/ansible.cfg.
 # Host-key checking is set here, not only in ansible.cfg: ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False
 # in the environment it builds unless the caller sets it, and the environment beats ansible.cfg.
@@ -38,10 +40,6 @@ ENV = {"ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_
        # paramiko (refused in inventories, still checked) then raises on an unknown key instead of asking on a
        # terminal no one reads; the ssh connection plugin does not use persistence, so nothing else changes
        "ANSIBLE_USE_PERSISTENT_CONNECTIONS": "True"}
-# What repro keeps of ansible-runner's artifacts (redacted): the rest holds the caller's environment and the
-# extra variables, and is never written outside a private scratch directory removed after the run.
-KEPT = ("stdout", "status", "rc", "job_events")
-MIN_SCRUB = 4  # shorter secret values are not searched for literally (they would blank ordinary words)
 
 
 @dataclass(frozen=True)
@@ -86,59 +84,6 @@ class PlaybookRun:
         return argv
 
 
-@dataclass(frozen=True)
-class TaskResult:
-    """One task's result on one host, as it streams in."""
-
-    host: str
-    role: str
-    task: str
-    status: str  # ok | changed | skipped | failed | unreachable
-    message: str = ""
-    ignored: bool = False
-
-    @property
-    def skip_reason(self) -> str | None:
-        """The reason a role gave for skipping (a debug message starting with 'skipped:')."""
-        if self.status == "ok" and self.message.startswith(SKIP_PREFIX):
-            return self.message[len(SKIP_PREFIX):].strip()
-        return None
-
-
-@dataclass
-class HostOutcome:
-    """What happened on one host during a run."""
-
-    host: str
-    ok: int = 0
-    changed: int = 0
-    skipped: int = 0
-    failed: int = 0
-    unreachable: bool = False
-    skips: list[tuple[str, str]] = field(default_factory=list)  # (role, reason)
-    failure: TaskResult | None = None
-    last_task: TaskResult | None = None
-    facts: dict[str, Any] | None = None  # raw repro_facts output (full gather only)
-    probe: str | None = None  # why the SSH port did not answer repro's own check, after Ansible found it unreachable
-
-    @property
-    def why_unreachable(self) -> str:
-        """repro's own finding first: Ansible's message can hide the cause (a refused connection comes back as
-        "Data could not be sent ... Broken pipe" when ssh exits before Ansible has written the module to it)."""
-        said = self.failure.message if self.failure else ""
-        if self.probe:
-            return self.probe + (f" (Ansible: {said})" if said else "")
-        return said or "no reason given"
-
-    @property
-    def status(self) -> str:
-        if self.unreachable:
-            return "unreachable"
-        if self.failure is not None or self.failed:
-            return "failed"
-        return "changed" if self.changed else "ok"
-
-
 @dataclass
 class RunOutcome:
     """The whole run: ansible-runner's status and return code, and each host's outcome."""
@@ -164,123 +109,6 @@ class RunOutcome:
         return "\n".join([ln for ln in text.splitlines() if ln.strip()][-lines:])
 
 
-def _message(res: dict[str, Any]) -> str:
-    """The most useful one-line explanation in a module result."""
-    parts = []
-    msg = res.get("msg")
-    if isinstance(msg, str) and msg.strip():
-        parts.append(msg.strip())
-    elif msg:
-        parts.append(json.dumps(msg))
-    if res.get("results") and not parts:  # a loop: the first failed item's message
-        for item in res["results"]:
-            if isinstance(item, dict) and item.get("failed"):
-                parts.append(_message(item))
-                break
-    for key in ("stderr", "stdout"):
-        text = res.get(key)
-        if isinstance(text, str) and text.strip() and res.get("failed"):
-            lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-            parts.append(" | ".join(lines[-3:]))
-            break
-    if res.get("rc") not in (None, 0) and res.get("failed"):
-        parts.append(f"(exit {res['rc']})")
-    return " ".join(parts)
-
-
-class _Collector:
-    """Turns ansible-runner events into TaskResults and HostOutcomes."""
-
-    RESULT_EVENTS = frozenset({"runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable"})
-
-    def __init__(self, progress: Callable[[TaskResult], None] | None, secrets: frozenset[str] = frozenset()) -> None:
-        self.progress = progress
-        self.secrets = secrets
-        self.hosts: dict[str, HostOutcome] = {}
-        self.stats: dict[str, dict[str, int]] = {}
-
-    def outcome(self, host: str) -> HostOutcome:
-        return self.hosts.setdefault(host, HostOutcome(host))
-
-    def __call__(self, event: dict[str, Any]) -> bool:
-        kind = event.get("event")
-        data = event.get("event_data") or {}
-        if kind == "playbook_on_stats":
-            for key in ("ok", "changed", "skipped", "failures", "dark", "ignored", "rescued"):
-                self.stats[key] = dict(data.get(key) or {})
-            return True
-        if kind not in self.RESULT_EVENTS or not data.get("host"):
-            return True
-        res = data.get("res") or {}
-        host = data["host"]
-        out = self.outcome(host)
-        role = data.get("role") or ""
-        task = data.get("task") or ""
-        ignored = bool(data.get("ignore_errors"))
-        if kind == "runner_on_unreachable":
-            status = "unreachable"
-        elif kind == "runner_on_failed":
-            status = "failed"
-        elif kind == "runner_on_skipped":
-            status = "skipped"
-        else:
-            status = "changed" if res.get("changed") else "ok"
-        message = "" if status == "skipped" else scrub(_message(res), self.secrets)
-        result = TaskResult(host, role, task, status, message, ignored)
-        if status == "unreachable":
-            out.unreachable = True
-            out.failure = result
-        elif status == "failed" and not ignored:
-            out.failure = result
-        if result.skip_reason is not None:
-            out.skips.append((role, result.skip_reason))
-        facts = res.get("facts")
-        if isinstance(facts, dict) and "system" in (facts.get("sections") or []):
-            out.facts = facts
-        if status != "skipped":
-            out.last_task = result
-        if self.progress is not None:
-            self.progress(result)
-        return True
-
-    def finish(self) -> None:
-        """Counts from the play recap (authoritative), where ansible-runner gave one."""
-        for key, attr in (("ok", "ok"), ("changed", "changed"), ("skipped", "skipped"), ("failures", "failed")):
-            for host, n in self.stats.get(key, {}).items():
-                setattr(self.outcome(host), attr, int(n))
-        for host in self.stats.get("dark", {}):
-            self.outcome(host).unreachable = True
-
-
-def secret_values(*trees: Any) -> frozenset[str]:
-    """Every value whose key says secret in these trees (extra variables, host variables, an environment), as
-    text: looked for literally in what Ansible printed, which redaction by name and shape cannot see."""
-    found: set[str] = set()
-
-    def walk(tree: Any, secret: bool) -> None:
-        if isinstance(tree, dict):
-            for k, v in tree.items():
-                walk(v, secret or is_secret_name(str(k)))
-        elif isinstance(tree, (list, tuple)):
-            for v in tree:
-                walk(v, secret)
-        elif secret and isinstance(tree, (str, int, float)) and not isinstance(tree, bool) \
-                and len(str(tree)) >= MIN_SCRUB:
-            found.add(str(tree))
-
-    for tree in trees:
-        walk(tree, False)
-    return frozenset(found)
-
-
-def scrub(text: str, secrets: frozenset[str]) -> str:
-    """Text with secrets of a known shape and every one of `secrets` replaced by its marker."""
-    for value in sorted(secrets, key=len, reverse=True):
-        if value in text:
-            text = text.replace(value, marker(value))
-    return redact_text(text)
-
-
 def _scratch_root() -> str | None:
     """Where ansible-runner's private data dir goes during a run: memory (/dev/shm) where there is one, since
     it holds the caller's environment and the extra variables until repro removes it."""
@@ -304,7 +132,7 @@ def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[
     check_environment(os.environ)
     ssh_trust.check_config_dir(run.playbook_path.parent, "playbooks directory")
     secrets = secrets | secret_values(run.extravars, dict(os.environ))
-    collector = _Collector(progress, secrets)
+    collector = Collector(progress, secrets)
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     ident = ident or data_dir.name
@@ -331,25 +159,6 @@ def run_playbook(run: PlaybookRun, data_dir: str | Path, *, progress: Callable[[
     collector.finish()
     return RunOutcome(run=run, status=str(runner.status), rc=int(runner.rc if runner.rc is not None else 1),
                       hosts=collector.hosts, artifact_dir=str(data_dir))
-
-
-def keep_artifacts(source: Path, dest: Path, secrets: frozenset[str]) -> None:
-    """Copy what is worth keeping of ansible-runner's artifacts (KEPT), every secret in them redacted."""
-    if not source.is_dir():
-        return
-    for name in KEPT:
-        path = source / name
-        if path.is_file():
-            text = path.read_text(encoding="utf-8", errors="replace")
-            (dest / name).write_text(scrub(text, secrets), encoding="utf-8")
-        elif path.is_dir():
-            (dest / name).mkdir(exist_ok=True)
-            for event in sorted(path.glob("*.json")):
-                try:
-                    data = redact_tree(json.loads(event.read_text(encoding="utf-8")))
-                except (OSError, ValueError):
-                    continue
-                (dest / name / event.name).write_text(scrub(json.dumps(data), secrets), encoding="utf-8")
 
 
 def _runnable(path: Path) -> bool:
@@ -385,7 +194,7 @@ def _supervised_bin(data_dir: Path, path: str, control_dir: str) -> Path:
                              "mounted noexec)", hint="set TMPDIR to a directory on a filesystem that allows programs")
 
 
-def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector, ident: str | None,
+def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: Collector, ident: str | None,
          timeout: int | None, control_dir: str):
     # this Python's bin first on PATH: ansible-runner starts ansible-playbook by name (pexpect looks it up on the
     # PATH of the environment it is given), and a virtual environment run by its full path is not on the caller's
@@ -399,7 +208,7 @@ def _run(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector
             shutil.rmtree(bin_dir, ignore_errors=True)
 
 
-def _start(ansible_runner, run: PlaybookRun, data_dir: Path, collector: _Collector, ident: str | None,
+def _start(ansible_runner, run: PlaybookRun, data_dir: Path, collector: Collector, ident: str | None,
            timeout: int | None, control_dir: str, path: str):
     return ansible_runner.run(
         private_data_dir=str(data_dir),

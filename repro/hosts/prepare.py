@@ -20,7 +20,8 @@ import yaml
 from repro.errors import InputError
 from repro.hosts.ansible import PlaybookRun, RunOutcome
 from repro.hosts.facts import normalise
-from repro.hosts.inventory import VARIABLES, Inventory
+from repro.hosts.inventory import Inventory
+from repro.hosts.inventory_vars import VARIABLES
 from repro.hosts.ssh_trust import DEFAULT_KNOWN_HOSTS
 from repro.inputs import InputValueError
 from repro.manifest.resolve import LoadedStack

@@ -73,7 +73,7 @@ def require_base(client: docker.DockerClient, base: str, progress: Lines,
 
 
 def _base_hint(base: str) -> str:
-    from repro.image.base import buildable
+    from repro.image.base_recipe import buildable
 
     if buildable(base):
         return f"build it from the distribution's archive (no registry needed): repro base-image {base}"

@@ -1,7 +1,8 @@
 """The shape of a compatibility finding, the rule registry and the shipped fact table (pure).
 
-repro.manifest.compat holds the rules of TensorFlow stacks and the check; repro.manifest.compat_torch those of
-PyTorch stacks. Both register with `@rule` here.
+repro.manifest.compat holds the rules of TensorFlow stacks and the check, repro.manifest.compat_platform the rules on
+hosts, base images and distributions, repro.manifest.compat_torch those of PyTorch stacks. All register with `@rule`
+here.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from repro.pipeline.progress import as_progress
 from repro.pipeline.running import conditions_sampler, start_runs
 from repro.pipeline.sweep_plan import BenchOptions, admitted_sweeps
 from repro.progress import Progress
-from repro.results import metrics, sequential, stats, steady
+from repro.results import metrics, repetition, sequential, steady
 from repro.results.conditions import around
 from repro.results.record import RunRecord, new_id
 from repro.results.store import Store
@@ -67,7 +67,7 @@ class VerdictResult:
     bench_s: float  # the runs' own durations, summed
     stacks: tuple[str, str]
     sweep_ids: tuple[str, str]
-    steps: stats.StepsAdvice | None = None  # steps per run worth it, from these runs (Kalibera and Jones)
+    steps: repetition.StepsAdvice | None = None  # steps per run worth it, from these runs (Kalibera and Jones)
 
     @property
     def failed_pairs(self) -> int:
@@ -158,7 +158,7 @@ def until_verdict(stacks: Sequence[LoadedStack], inventory: Inventory, spec: Swe
         decision = _decide(evidence, rule, final=True)
     bench_s = sum(r.duration_s or 0.0 for p in evidence for r in (p.old, p.new))
     ok = [r for p in evidence for r in (p.old, p.new) if r.status == "ok" and r.duration_s]
-    advice = stats.steps_worth([metrics.global_step_times(r, verdict.warmup) for r in ok],
+    advice = repetition.steps_worth([metrics.global_step_times(r, verdict.warmup) for r in ok],
                                [r.duration_s or 0.0 for r in ok])
     return VerdictResult(decision, tuple(evidence), stopped, time.monotonic() - started, bench_s,
                          (loaded[0].stack.name, loaded[1].stack.name), (runs[0].sweep.id, runs[1].sweep.id), advice)

@@ -12,7 +12,8 @@ tenants, clocks) dominates the noise, so every interval is computed over runs:
 
 Below MIN_RUNS runs on a side there is no run-to-run spread to measure: the verdict is "not enough
 runs", and the ratio is shown with a block-bootstrap interval over the steps of each run, noted as
-covering step noise only. docs/statistics.md explains the method and its threshold.
+covering step noise only. docs/statistics.md explains the method and its threshold. Student's t itself is
+repro.results.student_t; how many steps a run is worth, repro.results.repetition.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from repro.results.student_t import t_quantile
 
 MIN_RUNS = 2  # per side: below this there is nothing to estimate a run-to-run spread from
 DEFAULT_RESAMPLES = 2000
@@ -67,58 +70,6 @@ class RatioResult:
     runs_new: int = 0
     pairs: int = 0  # interleaved pairs used (PAIRED only)
     note: str = ""
-
-
-# -- Student's t (numpy has no quantile function; scipy is not a dependency) -------------------------
-
-def _beta_fraction(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz's method)."""
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 500):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _beta_regularized(a: float, b: float, x: float) -> float:
-    """I_x(a, b), the regularized incomplete beta function."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _beta_fraction(a, b, x) / a
-    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
-
-
-def t_tail(t: float, df: float) -> float:
-    """P(T > t) for Student's t with `df` (real, > 0) degrees of freedom, t >= 0."""
-    return 0.5 * _beta_regularized(df / 2.0, 0.5, df / (df + t * t))
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The p-quantile (0.5 <= p < 1) of Student's t with `df` degrees of freedom."""
-    tail = 1.0 - p
-    low, high = 0.0, 1.0
-    while t_tail(high, df) > tail:
-        low, high = high, high * 2.0
-    for _ in range(200):  # bisection: t_tail is monotone, 1e-12 is far below what is printed
-        mid = (low + high) / 2.0
-        low, high = (mid, high) if t_tail(mid, df) > tail else (low, mid)
-        if high - low < 1e-12 * max(1.0, high):
-            break
-    return (low + high) / 2.0
 
 
 # -- runs ----------------------------------------------------------------------------------------------
@@ -301,38 +252,6 @@ def compare(old: Sequence[Sequence[float]], old_items: float, new: Sequence[Sequ
         return result
     return compare_steps(a, b, result.ratio, confidence=confidence, threshold=threshold, resamples=resamples,
                          seed=seed)
-
-
-# -- how many steps per run are worth it (Kalibera and Jones 2013) -------------------------------------------
-
-@dataclass(frozen=True)
-class StepsAdvice:
-    """Kalibera and Jones' optimal repetition count at the lower of two levels (steps within runs)."""
-
-    steps: int | None  # steps per run that make the best use of time (None: more steps always pay, see note)
-    step_s: float  # the cost of one more step (mean step time)
-    start_s: float  # the cost of one more run besides its steps (start, import, compile, warm-up)
-    within: float  # T1²: variance of step times within a run
-    between: float  # T2²: variance of run means beyond what the steps explain (S2² - S1²/n)
-
-
-def steps_worth(runs: Sequence[Sequence[float]], durations: Sequence[float]) -> StepsAdvice | None:
-    """Steps per run worth measuring: n1 = ceil(sqrt(c2/c1 · T1²/T2²)) (Kalibera and Jones, "Rigorous
-    benchmarking in reasonable time", 2013, repetition at two levels), with c1 the cost of a step, c2 that of
-    starting a run, T1² the within-run variance of step times and T2² = S2² - S1²/n1 the part of the variance of
-    run means the steps do not explain. Needs 2 runs with 2 steps each and their wall times."""
-    series = [np.asarray(r, dtype=float) for r in runs]
-    series = [s[np.isfinite(s) & (s > 0)] for s in series]
-    if len(series) < 2 or any(s.size < 2 for s in series) or len(durations) != len(series):
-        return None
-    n = float(np.mean([s.size for s in series]))
-    within = float(np.mean([s.var(ddof=1) for s in series]))
-    between = float(np.var([s.mean() for s in series], ddof=1)) - within / n
-    step = float(np.mean([s.mean() for s in series]))
-    start = max(0.0, float(np.mean([d - s.sum() for d, s in zip(durations, series, strict=True)])))
-    if between <= 0 or step <= 0:
-        return StepsAdvice(None, step, start, within, between)
-    return StepsAdvice(math.ceil(math.sqrt(start / step * within / between)), step, start, within, between)
 
 
 # -- a goal for a ratio measured in alternating pairs (bench/ peer comparisons) ---------------------------------

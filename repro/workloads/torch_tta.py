@@ -5,8 +5,8 @@ trained with synchronous SGD until the held-out top-1 reaches a target.
         [--target-accuracy 0.95] [--max-epochs N] [--max-seconds S] [--batch-size B] [--learning-rate LR]
     (or mpirun / srun: the rank variables are mapped, repro.workloads._torch)
 
-The recipe, the data and the result are the TensorFlow `tta` workload's (repro.workloads.tta, whose pure
-schedule and bookkeeping this program reuses): SGD with Nesterov momentum 0.9 and L2 weight decay on the
+The recipe, the data and the result are the TensorFlow `tta` workload's (repro.workloads.tta; the pure
+schedule and bookkeeping of repro.workloads.tta_recipe): SGD with Nesterov momentum 0.9 and L2 weight decay on the
 kernels; lr = base x k for k workers after a linear warm-up of log2 k epochs; decay by --decay-factor after
 --plateau-patience epochs without a lower validation loss; each epoch a fresh disjoint equal shard per rank;
 the whole held-out set validated every epoch (each rank a disjoint part, sums all-reduced). `digits` is
@@ -32,7 +32,7 @@ from ._common import WorkloadError, run_main
 from .comm import resolve_backend
 from .data import ArrayData, load_cifar10, load_digits
 from .spec import ArgumentParser
-from .tta import Plateau, check_shards, curve_entry, default_warmup_epochs, learning_rate, tta_metrics
+from .tta_recipe import Plateau, check_shards, curve_entry, default_warmup_epochs, learning_rate, tta_metrics
 
 DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
     "digits": {"batch_size": 32, "learning_rate": 0.05, "target_accuracy": 0.95, "max_epochs": 40,

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given
 
 from repro.errors import InventoryError
-from repro.hosts.inventory import Inventory, inventory_from_listing, load_inventory, parse_listing
+from repro.hosts.inventory import Inventory, inventory_from_listing, load_inventory
+from repro.hosts.inventory_listing import parse_listing
 from tests.unit.fuzz_cases import (
     SCALE,
     Tally,

@@ -472,11 +472,12 @@ def inventory_property(case: InventoryCase, path: Path, tally: Tally, *, end_to_
     Returns the Inventory, or the InventoryError.
     """
     from repro.hosts import inventory as module
+    from repro.hosts.inventory_listing import parse_listing
 
     def read() -> Any:
         if end_to_end:
             return module.load_inventory(path)
-        return module.inventory_from_listing(module.parse_listing(listing_json(case), path), path)
+        return module.inventory_from_listing(parse_listing(listing_json(case), path), path)
 
     tally.cases += 1
     with time_limit():

@@ -146,3 +146,14 @@ def test_a_base_image_written_by_hand_must_hold_the_pinned_cuda():
 def test_shipped_stacks_meet_no_changelog_break():
     for path in sorted((ROOT / "stacks").glob("*.yaml")):
         assert not [f for f in check(load_stack(path)) if f.rule == "horovod-tf" and f.severity == "error"], path
+
+
+def test_findings_keep_their_rule_order_within_a_severity_across_the_rule_modules():
+    """A plug-in's rules first, then compat's, then compat_platform's (compat.RULE_MODULES): the order `repro validate`
+    listed before the platform rules left compat.py (issue 39)."""
+    tf = [(f.severity, f.rule) for f in check(load_stack(ROOT / "stacks" / "tf110-cuda91.yaml"))]
+    assert tf == [("warning", "tf-cuda"), ("warning", "nccl-release"), ("warning", "base-image"),
+                  ("note", "horovod-gpu-ops"), ("note", "ofed-os"), ("note", "gpudirect"), ("note", "base-image"),
+                  ("note", "python2")]
+    torch = [(f.severity, f.rule) for f in check(load_stack(ROOT / "stacks" / "torch24-cuda124.yaml"))]
+    assert torch == [("note", "torch-cuda"), ("note", "gpudirect")]

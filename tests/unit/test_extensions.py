@@ -168,3 +168,13 @@ def test_the_cli_offers_the_registered_toys_and_validates_their_options(toys, tm
     code = main(["bench", "--stack", str(STACK), "--workload", "toy", "--step-seconds", "-1", "--dry-run",
                  "--store", str(tmp_path)])
     assert code == 2 and "--step-seconds: expected a value > 0" in capsys.readouterr().err
+
+
+def test_the_toy_runtime_needs_at_most_three_members(toys):
+    """issue 39: a runtime gives name, plan and run; Runtime has a default for every other member it is asked for."""
+    own = sorted(k for k in vars(SubprocessRuntime) if not k.startswith("_"))  # not __doc__, ABC's _abc_impl
+    assert own == ["name", "plan", "run"]
+    runtime = RUNTIMES.get("subprocess")(load_stack(STACK).stack)
+    host = local().hosts[0]
+    assert runtime.prepare([host], "gloo").host_software == {} and runtime.cleanup_stale([host]) == []
+    assert runtime.node_command(["true"], host) is None and not runtime.needs_image and not runtime.batch_only

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from repro.errors import InputError, InventoryError
-from repro.hosts.ansible import PlaybookRun, check_environment, keep_artifacts, scrub, secret_values
+from repro.hosts.ansible import PlaybookRun, check_environment
+from repro.hosts.ansible_scrub import keep_artifacts, scrub, secret_values
 from repro.hosts.inventory import Host, inventory_from_listing, load_inventory
 from repro.hosts.inventory_yaml import listing
 from repro.hosts.ship import describe

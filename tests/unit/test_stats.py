@@ -1,4 +1,5 @@
-"""repro.results.stats: Student's t, run-level intervals, paired comparison, step-only fallback, verdicts."""
+"""repro.results.stats, student_t and repetition: Student's t, run-level intervals, paired comparison, step-only
+fallback, verdicts, steps worth a run."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from repro.results import stats
+from repro.results import repetition, stats
 
 # two-sided 95% critical values from any t table
 T_TABLE = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 10: 2.228, 30: 2.042}
@@ -130,11 +131,11 @@ def test_steps_worth_follows_kalibera_and_jones_on_real_runs():
 
     runs = [r for r in real_steps.runs() if r["invocation"] <= 4]
     series = [r["ranks"][0]["step_times"] for r in runs]
-    advice = stats.steps_worth(series, [r["duration_s"] for r in runs])
+    advice = repetition.steps_worth(series, [r["duration_s"] for r in runs])
     # a run's start (process, TensorFlow import, compile, warm-up: ~11 s) costs hundreds of 30 ms steps
     assert advice is not None and advice.start_s > 5 and 0.02 < advice.step_s < 0.05
     n1 = math.ceil(math.sqrt(advice.start_s / advice.step_s * advice.within / advice.between))
     assert advice.steps == n1 and 10 < advice.steps < 60  # about 20: the fixture's 30 steps per run are plenty
-    assert stats.steps_worth(series[:1], [10.0]) is None
-    same = stats.steps_worth([[0.1, 0.2, 0.1, 0.2]] * 3, [5.0] * 3)
+    assert repetition.steps_worth(series[:1], [10.0]) is None
+    same = repetition.steps_worth([[0.1, 0.2, 0.1, 0.2]] * 3, [5.0] * 3)
     assert same is not None and same.steps is None  # identical runs: no run-to-run variance to spread over

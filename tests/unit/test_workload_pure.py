@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from repro.workloads import WorkloadError, allreduce, cnn, data, gloo, models, tta
+from repro.workloads import WorkloadError, allreduce, cnn, data, gloo, models, tta, tta_recipe
 from repro.workloads import _common as common
 from repro.workloads import _net as net
 from tests.cluster.fixtures import skip_or_fail
@@ -264,13 +264,13 @@ def test_latency_of_an_iteration_is_the_mean_over_ranks() -> None:
 
 
 def test_warmup_defaults_to_log2_workers() -> None:
-    assert tta.default_warmup_epochs(1) == 0
-    assert tta.default_warmup_epochs(2) == 1
-    assert tta.default_warmup_epochs(8) == 3
+    assert tta_recipe.default_warmup_epochs(1) == 0
+    assert tta_recipe.default_warmup_epochs(2) == 1
+    assert tta_recipe.default_warmup_epochs(8) == 3
 
 
 def test_learning_rate_warms_up_linearly_to_base_times_workers() -> None:
-    lr = tta.learning_rate
+    lr = tta_recipe.learning_rate
     assert lr(0.0, 0.1, 4, 2.0) == pytest.approx(0.1)
     assert lr(1.0, 0.1, 4, 2.0) == pytest.approx(0.25)
     assert lr(2.0, 0.1, 4, 2.0) == pytest.approx(0.4)
@@ -280,7 +280,7 @@ def test_learning_rate_warms_up_linearly_to_base_times_workers() -> None:
 
 
 def test_plateau_reduces_after_patience_epochs_without_improvement() -> None:
-    plateau = tta.Plateau(factor=0.1, patience=2)
+    plateau = tta_recipe.Plateau(factor=0.1, patience=2)
     assert [plateau.update(v) for v in (1.0, 0.8, 0.9, 0.85)] == [False, False, False, True]
     assert plateau.multiplier == pytest.approx(0.1)
     assert plateau.update(0.5) is False and plateau.bad_epochs == 0
@@ -310,7 +310,7 @@ def test_epoch_shards_are_disjoint_equal_and_reshuffled_each_epoch(count: int, s
     again = data.epoch_shard(count, 1, 7, 0, size)
     assert not np.array_equal(again, shards[0])
     assert np.array_equal(data.epoch_shard(count, 0, 7, 0, size), shards[0])
-    check = tta.check_shards([s.tolist() for s in shards], count)
+    check = tta_recipe.check_shards([s.tolist() for s in shards], count)
     assert check["disjoint"] and check["within_train_set"] and check["left_out"] == count % size
 
 
@@ -321,12 +321,12 @@ def test_every_rank_takes_the_same_number_of_steps() -> None:
 
 
 def test_check_shards_detects_overlap() -> None:
-    assert tta.check_shards([[0, 1], [1, 2]], 3)["disjoint"] is False
+    assert tta_recipe.check_shards([[0, 1], [1, 2]], 3)["disjoint"] is False
 
 
 def test_curve_entry_divides_global_sums_and_averages_times_over_workers() -> None:
     sums = [36.0, 340.0, 359.0, 359.0, 288.0, 1438.0, 4.0, 2.0, 0.2, 0.4]
-    entry = tta.curve_entry(3, 12.5, 0.1, sums, 2)
+    entry = tta_recipe.curve_entry(3, 12.5, 0.1, sums, 2)
     assert entry["val_loss"] == pytest.approx(36 / 359) and entry["val_top1"] == pytest.approx(340 / 359)
     assert entry["val_top5"] == pytest.approx(1.0) and entry["train_loss"] == pytest.approx(288 / 1438)
     assert (entry["validation_examples"], entry["train_examples"]) == (359, 1438)

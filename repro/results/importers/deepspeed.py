@@ -18,9 +18,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from repro.results.importers import split
-from repro.results.importers.lines import Line, error
-from repro.results.importers.runs import ParsedRun, Shown
+from repro.results.importers import split, training
+from repro.results.importers.lines import Line
+from repro.results.importers.runs import ParsedRun
 from repro.results.importers.training import Step, training_run
 
 DEEPSPEED = "deepspeed"
@@ -29,20 +29,19 @@ _TIMER = re.compile(r"(?:global_step=|\b\d+/)(\d+),\s*RunningAvgSamplesPerSec=([
                     r"CurrSamplesPerSec=([\d.eE+-]+)(?:,\s*MemAllocated=([\d.]+)GB,\s*MaxMemAllocated=([\d.]+)GB)?")
 
 
+def _step(line: Line) -> Step | None:
+    """A timer line's figures: the running average and the current samples/sec, the peak memory where shown."""
+    if (m := _TIMER.search(line.text)) is None:
+        return None
+    figures = {"samples_per_sec": round(float(m.group(2)), 4), "curr_samples_per_sec": round(float(m.group(3)), 4)}
+    if m.group(5):
+        figures["max_memory_gb"] = float(m.group(5))
+    return Step(line.number, int(m.group(1)), figures)
+
+
 def run_indexes(lines: Sequence[Line]) -> list[int | None]:
     """A run's index for each timer line; a new run where the step count goes back."""
-    out: list[int | None] = []
-    index, last = -1, None
-    for line in lines:
-        m = _TIMER.search(line.text)
-        if m is None:
-            out.append(None)
-            continue
-        if last is None or int(m.group(1)) <= last:
-            index += 1
-        last = int(m.group(1))
-        out.append(index)
-    return out
+    return training.run_indexes(lines, _step)
 
 
 def groups(lines: Sequence[Line]) -> list[list[Line]]:
@@ -52,18 +51,9 @@ def groups(lines: Sequence[Line]) -> list[list[Line]]:
 
 def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> ParsedRun:
     """One DeepSpeed run's timer lines as a transformer-training run (figure: the last running average)."""
-    found = [(line, m) for line in lines if (m := _TIMER.search(line.text))]
-    if not found:
-        raise error(file, lines[0].number, "no DeepSpeed throughput-timer line", EXAMPLE)
-    shown = Shown()
-    shown.put("workload", DEEPSPEED, None)
-    shown.put("extra.program", "deepspeed", None)
-    line, m = found[-1]
-    figures = {"samples_per_sec": round(float(m.group(2)), 4), "curr_samples_per_sec": round(float(m.group(3)), 4)}
-    if m.group(5):
-        figures["max_memory_gb"] = float(m.group(5))
-    return training_run(DEEPSPEED, "deepspeed", lines, file, shown, [Step(line.number, int(m.group(1)), figures)],
-                        given)
+    shown = training.shown_for(DEEPSPEED)
+    steps = training.read_steps(lines, file, shown, _step, "no DeepSpeed throughput-timer line", EXAMPLE)
+    return training_run(DEEPSPEED, "deepspeed", lines, file, shown, steps[-1:], given)
 
 
 def read(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> list[ParsedRun]:

@@ -18,10 +18,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from repro.results.importers import split
+from repro.results.importers import split, training
 from repro.results.importers.command import find_commands
 from repro.results.importers.lines import Line, error
-from repro.results.importers.runs import ParsedRun, Shown
+from repro.results.importers.runs import ParsedRun
 from repro.results.importers.training import Step, training_run
 
 HF_TRAINER = "hf_trainer"
@@ -72,9 +72,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     summary = next(((line, s) for line in reversed(lines) if (s := _summary(line)) is not None), None)
     if summary is None:
         raise error(file, lines[0].number, "no Trainer summary line", EXAMPLE)
-    shown = Shown()
-    shown.put("workload", HF_TRAINER, None)
-    shown.put("extra.program", "hf_trainer", None)
+    shown = training.shown_for(HF_TRAINER)
     commands = [c for c in find_commands(lines, (".py",)) if c.line < summary[0].number]
     command = commands[-1] if commands else None
     if command is not None:

@@ -21,9 +21,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from repro.results.importers import split
-from repro.results.importers.lines import Line, error
-from repro.results.importers.runs import ParsedRun, Shown
+from repro.results.importers import split, training
+from repro.results.importers.lines import Line
+from repro.results.importers.runs import ParsedRun
 from repro.results.importers.training import PER_GPU_TOKENS, Step, training_run
 
 MEGATRON = "megatron"
@@ -57,20 +57,29 @@ def _iteration(line: Line) -> tuple[int, dict[str, str]] | None:
     return int(m.group(1)), {k.strip(): v for k, v in _FIELD.findall(m.group(3)) if k.strip()}
 
 
+def _step(line: Line) -> Step | None:
+    """An iteration line's figures, and the global batch it shows."""
+    found = _iteration(line)
+    if found is None:
+        return None
+    number, fields = found
+    figures = {}
+    for key, (name, scale) in _FIGURES.items():
+        if key in fields and (value := _number(fields[key])) is not None:
+            figures[name] = value * scale
+    batch = _number(fields.get("global batch size", ""))
+    return Step(line.number, number, figures, {} if batch is None else {"global_batch": int(batch)})
+
+
+def _world(line: Line) -> dict[str, Any]:
+    """The workers the argument dump shows (`using world size: N`, `world_size ........ N`)."""
+    m = next((m for rx in _WORLD if (m := rx.search(line.bare))), None)
+    return {"workers": int(m.group(1))} if m else {}
+
+
 def run_indexes(lines: Sequence[Line]) -> list[int | None]:
     """A run's index for each iteration line; a new run where the iteration count goes back."""
-    out: list[int | None] = []
-    index, last = -1, None
-    for line in lines:
-        found = _iteration(line)
-        if found is None:
-            out.append(None)
-            continue
-        if last is None or found[0] <= last:
-            index += 1
-        last = found[0]
-        out.append(index)
-    return out
+    return training.run_indexes(lines, _step)
 
 
 def groups(lines: Sequence[Line]) -> list[list[Line]]:
@@ -80,29 +89,9 @@ def groups(lines: Sequence[Line]) -> list[list[Line]]:
 
 def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> ParsedRun:
     """One Megatron run's iteration lines as a transformer-training run."""
-    shown = Shown()
-    shown.put("workload", MEGATRON, None)
-    shown.put("extra.program", "megatron", None)
-    steps = []
-    for line in lines:
-        found = _iteration(line)
-        if found is None:
-            for rx in _WORLD:
-                if m := rx.search(line.bare):
-                    shown.put("workers", int(m.group(1)), line.number)
-            continue
-        number, fields = found
-        figures = {}
-        for key, (name, scale) in _FIGURES.items():
-            if key in fields and (value := _number(fields[key])) is not None:
-                figures[name] = value * scale
-        batch = _number(fields.get("global batch size", ""))
-        if batch is not None:
-            shown.put("global_batch", int(batch), line.number)
-        steps.append(Step(line.number, number, figures))
-    if not steps:
-        raise error(file, lines[0].number, "no Megatron iteration line with a time per iteration",
-                    "'iteration  20/ 1000 | ... | elapsed time per iteration (ms): 820.7 | ...'")
+    shown = training.shown_for(MEGATRON)
+    steps = training.read_steps(lines, file, shown, _step, "no Megatron iteration line with a time per iteration",
+                                "'iteration  20/ 1000 | ... | elapsed time per iteration (ms): 820.7 | ...'", _world)
     return training_run(MEGATRON, "megatron", lines, file, shown, steps, given)
 
 

@@ -17,10 +17,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from repro.results.importers import split
+from repro.results.importers import split, training
 from repro.results.importers.command import find_commands
-from repro.results.importers.lines import Line, error
-from repro.results.importers.runs import ParsedRun, Shown
+from repro.results.importers.lines import Line
+from repro.results.importers.runs import ParsedRun
 from repro.results.importers.training import PER_GPU_TOKENS, Step, training_run
 
 TORCHTITAN = "torchtitan"
@@ -32,26 +32,25 @@ _STEP = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*([-\d.]+)(?:\s+grad_norm:\s*[-\d.
                    r"(?:\s+tflops:\s*([\d,.]+)\s+mfu:\s*([\d.]+)%)?")
 
 
-def _step(line: Line) -> re.Match[str] | None:
+def _match(line: Line) -> re.Match[str] | None:
     return _STEP.search(_ANSI.sub("", line.text))
+
+
+def _step(line: Line) -> Step | None:
+    """A step line's figures: loss, memory, tokens/sec per GPU, and TFLOP/s per GPU and MFU where it states them."""
+    if (m := _match(line)) is None:
+        return None
+    figures = {"loss": float(m.group(2)), "memory_gib": float(m.group(3)),
+               PER_GPU_TOKENS: float(m.group(5).replace(",", ""))}
+    if m.group(6):
+        figures["tflops_per_gpu"] = float(m.group(6).replace(",", ""))
+        figures["mfu"] = float(m.group(7)) / 100.0  # printed as a percentage
+    return Step(line.number, int(m.group(1)), figures)
 
 
 def run_indexes(lines: Sequence[Line]) -> list[int | None]:
     """A run's index for each step line: a new run after a launch command or where the step count goes back."""
-    commands = {c.line for c in find_commands(lines, SCRIPTS)}
-    out: list[int | None] = []
-    index, last, launched = -1, None, False
-    for line in lines:
-        launched = launched or line.number in commands
-        m = _step(line)
-        if m is None:
-            out.append(None)
-            continue
-        if last is None or int(m.group(1)) <= last or launched:
-            index += 1
-        last, launched = int(m.group(1)), False
-        out.append(index)
-    return out
+    return training.run_indexes(lines, _step, {c.line for c in find_commands(lines, SCRIPTS)})
 
 
 def groups(lines: Sequence[Line]) -> list[list[Line]]:
@@ -61,9 +60,7 @@ def groups(lines: Sequence[Line]) -> list[list[Line]]:
 
 def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None = None) -> ParsedRun:
     """One torchtitan run's step lines as a transformer-training run."""
-    shown = Shown()
-    shown.put("workload", TORCHTITAN, None)
-    shown.put("extra.program", "torchtitan", None)
+    shown = training.shown_for(TORCHTITAN)
     commands = find_commands(lines, SCRIPTS)
     command = commands[0] if commands else None
     if command is not None:
@@ -74,18 +71,7 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
         for name in ("training.compile", "model.converters", "float8.recipe_name"):
             if (value := command.flag(name)) is not None:  # what the command changes defines the point
                 shown.put(f"extra.{name.replace('.', '_')}", value.strip("'\""), command.line)
-    steps = []
-    for line in lines:
-        if (m := _step(line)) is None:
-            continue
-        figures = {"loss": float(m.group(2)), "memory_gib": float(m.group(3)),
-                   PER_GPU_TOKENS: float(m.group(5).replace(",", ""))}
-        if m.group(6):
-            figures["tflops_per_gpu"] = float(m.group(6).replace(",", ""))
-            figures["mfu"] = float(m.group(7)) / 100.0  # printed as a percentage
-        steps.append(Step(line.number, int(m.group(1)), figures))
-    if not steps:
-        raise error(file, lines[0].number, "no torchtitan step line", EXAMPLE)
+    steps = training.read_steps(lines, file, shown, _step, "no torchtitan step line", EXAMPLE)
     return training_run(TORCHTITAN, "torchtitan", lines, file, shown, steps, given,
                         command=command.argv if command else (), env=command.env if command else None)
 

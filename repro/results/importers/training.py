@@ -14,15 +14,19 @@ Megatron-LM, torchtitan and the Hugging Face Trainer log different lines, but th
 
 The run's figure is the mean over the logged steps after the first (the first logged interval holds the warm-up:
 compilation, allocator growth, data loader start), or the one logged step a run has.
+
+The readers share their loop too: a log is cut into runs where the step count goes back (`run_indexes`), and a
+run's lines are read into its steps, with the settings its lines show (`read_steps`); a reader gives only how it
+reads one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from repro.results.importers.lines import Line
+from repro.results.importers.lines import Line, error
 from repro.results.importers.runs import ParsedRun, Shown, tail_of
 from repro.results.record import RankResult
 
@@ -37,6 +41,54 @@ class Step:
     line: int
     number: int | None
     figures: Mapping[str, float] = field(default_factory=dict)
+    shows: Mapping[str, Any] = field(default_factory=dict)  # settings the line shows (Megatron: the global batch)
+
+
+def shown_for(workload: str) -> Shown:
+    """The settings every run of a training reader shows: its workload, which is also its program."""
+    shown = Shown()
+    shown.put("workload", workload, None)
+    shown.put("extra.program", workload, None)
+    return shown
+
+
+def run_indexes(lines: Sequence[Line], step: Callable[[Line], Step | None],
+                launches: Collection[int] = ()) -> list[int | None]:
+    """A run's index for each step line (None for any other line): a new run where the step count goes back, or at
+    the first step line after a launch command (its line number in `launches`)."""
+    out: list[int | None] = []
+    index, last, launched = -1, None, False
+    for line in lines:
+        launched = launched or line.number in launches
+        found = step(line)
+        if found is None or found.number is None:
+            out.append(None)
+            continue
+        number = found.number
+        if last is None or number <= last or launched:
+            index += 1
+        last, launched = number, False
+        out.append(index)
+    return out
+
+
+def read_steps(lines: Sequence[Line], file: str, shown: Shown, step: Callable[[Line], Step | None], missing: str,
+               example: str, settings: Callable[[Line], Mapping[str, Any]] | None = None) -> list[Step]:
+    """Every step a run's lines log, in order, and into `shown` the settings they show (a step line's own, any
+    other line's from `settings`; the first of each kept); InputError naming `missing` when there is no step."""
+    steps = []
+    for line in lines:
+        found = step(line)
+        if found is None:
+            for name, value in (settings(line) if settings else {}).items():
+                shown.put(name, value, line.number)
+            continue
+        for name, value in found.shows.items():
+            shown.put(name, value, line.number)
+        steps.append(found)
+    if not steps:
+        raise error(file, lines[0].number, missing, example)
+    return steps
 
 
 def _mean(values: Sequence[float]) -> float:
