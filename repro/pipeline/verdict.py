@@ -245,7 +245,7 @@ def verdict_lines(result: VerdictResult) -> list[str]:
     return lines
 
 
-def _steps_line(advice: stats.StepsAdvice | None) -> list[str]:
+def _steps_line(advice: repetition.StepsAdvice | None) -> list[str]:
     """Kalibera and Jones' steps per run, from the runs just made (none without an estimate)."""
     if advice is None:
         return []
