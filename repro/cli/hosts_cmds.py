@@ -128,7 +128,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     if args.dry_run:
         import shlex
 
-        from repro.results.redact import redact_tree
+        from repro.secrets import redact_tree
 
         run = result.run
         print(f"# hosts: {', '.join(h.name for h in result.inventory.hosts)}")

@@ -204,7 +204,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         sys.stdout.write(recipe.render(APPTAINER if args.apptainer else DOCKER))
         return 0
     plan = plan_build(loaded, _options(args), check_inputs=False)
-    from repro.results.redact import redact_text
+    from repro.secrets import redact_text
 
     text = render_apptainer(loaded.stack, plan.options) if args.apptainer else plan.dockerfile
     sys.stdout.write(redact_text(text))  # a token in a pip index URL is never printed

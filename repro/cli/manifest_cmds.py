@@ -116,7 +116,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from repro.manifest import load_stack
     from repro.manifest.compat import check
     from repro.pipeline.software import framework_show
-    from repro.results.redact import redact_tree
+    from repro.secrets import redact_tree
 
     loaded = load_stack(args.stack)
     data = redact_tree({

@@ -24,7 +24,7 @@ from repro.extras import need
 from repro.hosts import ssh_trust
 from repro.hosts.ssh_trust import check_environment
 from repro.resources import data_dir as repro_data_dir
-from repro.results.redact import is_secret_name, marker, redact_text, redact_tree
+from repro.secrets import is_secret_name, marker, redact_text, redact_tree
 
 SKIP_PREFIX = "skipped:"
 # Connection settings that make failures quick and explicit; the rest is in playbooks/ansible.cfg.
