@@ -16,21 +16,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="manifest files or names, or directories of them")
     p.add_argument("--strict", action="store_true", help="treat warnings as errors")
     p.add_argument("--quiet", "-q", action="store_true", help="print errors only, no warnings or notes")
-    _format_options(p, "the report")
+    add_output_format(p, "the report")
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("show", help="the resolved stack with derived fields and hashes",
                        description="Print a stack as repro resolves it: extends merged, derived fields filled, "
                        "its content hash and image hash.")
     p.add_argument("stack", metavar="STACK", type=path_argument)
-    _format_options(p, "the stack (table: YAML)")
+    add_output_format(p, "the stack (table: YAML)")
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("stacks", help="table of the stacks in a directory",
                        description="List the stack manifests of a directory with their key versions.")
     p.add_argument("directory", nargs="?", default="stacks", type=path_argument,
                    help="directory of manifests (default: stacks)")
-    _format_options(p, "the table", json_flag=False)
+    add_output_format(p, "the table", json_flag=False)
     p.set_defaults(handler=cmd_stacks)
 
     p = sub.add_parser("schema", help="JSON Schema of the manifest (for editors)",
@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_schema)
 
 
-def _format_options(p: argparse.ArgumentParser, what: str, *, json_flag: bool = True) -> None:
+def add_output_format(p: argparse.ArgumentParser, what: str, *, json_flag: bool = True) -> None:
+    """--format (and --json unless json_flag is False): how the command prints its result."""
     from repro.formats import FORMATS
 
     out = p.add_mutually_exclusive_group()
