@@ -102,11 +102,11 @@ def _write_dry_run(result, fmt: str) -> None:
     import shlex
 
     from repro.cli.output import tree_text, write
-    from repro.secrets import redact_env, redact_tree
+    from repro.secrets import redact_tree
 
     run = result.run
     data = {"dry_run": True, "hosts": [h.name for h in result.inventory.hosts], "cwd": str(run.playbook_path.parent),
-            "env": redact_env(dict(sorted(run.env().items()))), "argv": run.argv(),
+            "env": dict(sorted(run.env().items())),  # ansible settings: no secret (and *_KEY_* names are none) "argv": run.argv(),
             "variables": redact_tree(run.variables())}
     lines = [f"# hosts: {', '.join(data['hosts'])}", f"# run in {data['cwd']} with:",
              *(f"export {k}={shlex.quote(v)}" for k, v in data["env"].items()), shlex.join(data["argv"]),
