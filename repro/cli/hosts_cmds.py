@@ -106,8 +106,8 @@ def _write_dry_run(result, fmt: str) -> None:
 
     run = result.run
     data = {"dry_run": True, "hosts": [h.name for h in result.inventory.hosts], "cwd": str(run.playbook_path.parent),
-            "env": dict(sorted(run.env().items())),  # ansible settings: no secret (and *_KEY_* names are none) "argv": run.argv(),
-            "variables": redact_tree(run.variables())}
+            "env": dict(sorted(run.env().items())), "argv": run.argv(), "variables": redact_tree(run.variables())}
+    # env: ansible's own settings, as before (redacting by name would take ANSIBLE_HOST_KEY_CHECKING for a secret)
     lines = [f"# hosts: {', '.join(data['hosts'])}", f"# run in {data['cwd']} with:",
              *(f"export {k}={shlex.quote(v)}" for k, v in data["env"].items()), shlex.join(data["argv"]),
              "# variables (-e):", json.dumps(data["variables"], indent=2, sort_keys=True)]
