@@ -121,3 +121,36 @@ def test_prepare_summary_renders_every_host_in_text_formats(tmp_path, capsys, fm
         assert "| host " in out and "<br>" in out  # a multi-line cell stays one markdown row
     else:
         assert "readiness: 1 failed, 0 warnings" in out and f"ansible-runner artifacts: {tmp_path / 'artifacts'}" in out
+
+
+def _up_result(tmp_path: Path):
+    """What `repro up` returns for cpu-tf215 with the lock of the test store, built in 93 s, shipped to two hosts."""
+    from repro.hosts.ship import ShipResult
+    from repro.image.build import BuildOutcome, plan_build
+    from repro.manifest import load_stack
+    from repro.pipeline.up import BuildOptions, UpResult
+    from repro.results.store import Store
+
+    lock = Store(ROOT / "tests" / "data" / "stores" / "v1").lock("bd779ae04811")
+    plan = plan_build(load_stack(CPU), BuildOptions(), check_inputs=False)
+    outcome = BuildOutcome(plan.tag, lock.image.id, True, 93.4, None, "2026-11-28T01:00:00Z", "2026-11-28T01:01:33Z")
+    shipping = (ShipResult("h1", "shipped", "docker save | ssh docker load", 12.5, 3 << 30),
+                ShipResult("h2", "failed", "docker save | ssh docker load", detail="no space left on device"))
+    return UpResult(plan, outcome, lock, str(tmp_path / "lock.json"), True, shipping)
+
+
+def test_up_json_has_the_image_lock_versions_and_shipping(tmp_path):
+    from repro.cli.image_cmds import _summary, _up_data
+
+    result = _up_result(tmp_path)
+    data = _up_data(result)
+    assert data["built"] is True and data["build_seconds"] == 93.4 and data["verified"] is True
+    assert data["image_id"] == result.lock.image.id and data["lock"] == str(tmp_path / "lock.json")
+    assert data["versions"]["tensorflow"] and data["sshd_port"] == result.lock.sshd.port
+    assert [h["status"] for h in data["hosts"]] == ["shipped", "failed"]
+    assert data["hosts"][1]["detail"] == "no space left on device"
+    text = _summary(result)  # the terminal form says the same
+    assert f"  id {result.lock.image.id}, built in 93 s, verified\n" in text
+    assert text.endswith("hosts:\n  h1: shipped (docker save | ssh docker load, 3072 MiB in 12.5 s)\n"
+                         "  h2: failed: no space left on device\n")
+    assert "did not reach 1 of 2 hosts: h2" in result.failure().message
