@@ -21,6 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Ansible inventory file or directory")
     p.add_argument("--stack", metavar="STACK", type=path_argument,
                    help="stack manifest whose versions the hosts must match")
+    p.add_argument("--tags", metavar="ROLE,...", type=argument(inputs.WORDS),
+                   help="run only these roles (ssh_trust, ofed, nvidia, gpudirect, "
+                   "ipoib, docker, nfs_dataset); facts are gathered in any case")
     p.add_argument("--check", action="store_true", help="Ansible check mode: report what would change, change nothing")
     p.add_argument("--check-only", action="store_true",
                    help="only gather facts and print each host's readiness for the runtime (changes nothing)")
@@ -34,16 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="print the ansible-playbook command and variables it would use; touch nothing")
     p.add_argument("-v", "--verbose", action="store_true", help="also show tasks skipped by their conditions")
     add_output_format(p, "the summary and readiness (table: text; the dry run too)", json_flag=False)
-    p.defer(_choices)  # the roles and runtimes come from their modules: loaded only for `repro prepare`
+    p.defer(_choices)  # the runtimes come from their registry: loaded only for `repro prepare`
     p.set_defaults(handler=cmd_prepare)
 
 
 def _choices(p: argparse.ArgumentParser) -> None:
-    """--tags and --runtime, whose names come from repro.pipeline.choices."""
-    from repro.pipeline.choices import prepare_roles, prepare_runtimes
+    """--runtime, whose names come from repro.pipeline.choices (the runtimes' registry)."""
+    from repro.pipeline.choices import prepare_runtimes
 
-    p.add_argument("--tags", metavar="ROLE,...", type=argument(inputs.WORDS),
-                   help=f"run only these roles ({', '.join(prepare_roles())}); facts are gathered in any case")
     p.add_argument("--runtime", default=None, choices=prepare_runtimes(), metavar="RUNTIME",
                    help="the runtime `repro bench` will use, whose needs readiness checks (the host runtime: the "
                    "hosts' TensorFlow, Horovod and MPI against --stack; docker: the engine; one of "

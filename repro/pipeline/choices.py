@@ -8,13 +8,6 @@ from __future__ import annotations
 
 # -- repro.cli.hosts_cmds, image_cmds, manifest_cmds: prepare, up, render, archive, restore, validate, show, ... --
 
-def prepare_roles() -> tuple[str, ...]:
-    """The roles `repro prepare --tags` may name (each role is its tag), in the order they run."""
-    from repro.hosts.prepare import ROLES
-
-    return ROLES
-
-
 def prepare_runtimes() -> tuple[str, ...]:
     """The runtimes `repro prepare --runtime` checks readiness for: every registered runtime."""
     from repro.launch.runtimes import RUNTIMES

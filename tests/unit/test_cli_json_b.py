@@ -154,3 +154,9 @@ def test_up_json_has_the_image_lock_versions_and_shipping(tmp_path):
     assert text.endswith("hosts:\n  h1: shipped (docker save | ssh docker load, 3072 MiB in 12.5 s)\n"
                          "  h2: failed: no space left on device\n")
     assert "did not reach 1 of 2 hosts: h2" in result.failure().message
+
+
+def test_prepare_runtime_takes_the_registered_runtimes_only(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["prepare", "--hosts", str(ROOT / "inventories" / "localhost"), "--runtime", "dockr", "--dry-run"])
+    assert exc.value.code == 2 and "did you mean docker?" in capsys.readouterr().err
