@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from repro import inputs
 from repro.cli.manifest_cmds import add_output_format
 from repro.inputs import argument, extra_var_argument, path_argument
+
+if TYPE_CHECKING:
+    from repro.formats import Table
+    from repro.pipeline.prepare import HostOutcome, PrepareResult, Readiness, TaskResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,16 +58,16 @@ def _choices(p: argparse.ArgumentParser) -> None:
                    "chooses")
 
 
-def _printer(machine: bool):
+def _printer(machine: bool) -> Callable[[str], None]:
     """Where progress goes: stdout on a terminal, stderr when stdout carries data (csv, json)."""
     stream = sys.stderr if machine else sys.stdout
     return lambda line: print(line, file=stream, flush=True)
 
 
-def _progress(verbose: bool, say):
+def _progress(verbose: bool, say: Callable[[str], None]) -> Callable[[TaskResult], None]:
     """One line per task result (skipped ones only with --verbose)."""
 
-    def show(r) -> None:
+    def show(r: TaskResult) -> None:
         if r.status == "skipped" and not verbose:
             return
         where = f"{r.role}: {r.task}" if r.role else r.task
@@ -97,7 +103,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_dry_run(result, fmt: str) -> None:
+def _write_dry_run(result: PrepareResult, fmt: str) -> None:
     """The ansible-playbook command and its variables (secrets redacted), as text or data."""
     import json
     import shlex
@@ -115,7 +121,7 @@ def _write_dry_run(result, fmt: str) -> None:
     write(tree_text(data, fmt, terminal="\n".join(lines) + "\n"))
 
 
-def _write_prepared(result, args: argparse.Namespace) -> None:
+def _write_prepared(result: PrepareResult, args: argparse.Namespace) -> None:
     """The per-host summary, the facts stored, readiness and where ansible-runner's artifacts are."""
     from repro.cli.output import write
     from repro.formats import Document, render
@@ -135,7 +141,7 @@ def _write_prepared(result, args: argparse.Namespace) -> None:
     write(text)
 
 
-def _readiness_text(result, args: argparse.Namespace, table) -> str:
+def _readiness_text(result: PrepareResult, args: argparse.Namespace, table: Table) -> str:
     """Readiness on a terminal: the table of checks (--check-only), else one line pointing to it."""
     from repro.formats import Document, render
 
@@ -149,7 +155,7 @@ def _readiness_text(result, args: argparse.Namespace, table) -> str:
             f"{args.hosts}{' --stack ' + args.stack if args.stack else ''})\n")
 
 
-def _host_row(name: str, out, check: bool) -> dict:
+def _host_row(name: str, out: HostOutcome | None, check: bool) -> dict:
     """One host's line of the summary: its result, task counts and notes (why it stopped, what was skipped)."""
     if out is None:
         return {"host": name, "result": "not run", "ok": None, "changed": None, "skipped": None, "failed": None,
@@ -169,7 +175,7 @@ def _host_row(name: str, out, check: bool) -> dict:
             "failed": out.failed + (1 if out.unreachable else 0), "notes": notes}
 
 
-def _summary_table(result):
+def _summary_table(result: PrepareResult) -> Table:
     """The per-host summary: notes wrap at 100 columns on a terminal."""
     from repro.formats import Column, Table
 
@@ -182,7 +188,7 @@ def _summary_table(result):
                  rows, name="hosts", wrap=(None, None, None, None, None, None, 100))
 
 
-def _readiness_table(readiness):
+def _readiness_table(readiness: Readiness | None) -> Table:
     """Each readiness check of each host: messages wrap at 90 columns on a terminal."""
     from repro.formats import Column, Table
 
@@ -193,7 +199,7 @@ def _readiness_table(readiness):
                  wrap=(None, None, None, 90))
 
 
-def _prepared_data(result) -> dict:
+def _prepared_data(result: PrepareResult) -> dict:
     """`repro prepare --format json`: the summary, facts, readiness and where the artifacts are."""
     failure = result.failure()
     return {"mode": result.mode, "runtime": result.runtime, "ok": failure is None,

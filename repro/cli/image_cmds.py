@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from repro import inputs
 from repro.cli.manifest_cmds import add_output_format
 from repro.inputs import argument, key_value_argument, path_argument
+
+if TYPE_CHECKING:
+    from repro.pipeline.up import BuildOptions, UpDryRun, UpResult
 
 
 def _build_options(p: argparse.ArgumentParser) -> None:
@@ -100,7 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_restore)
 
 
-def _options(args: argparse.Namespace):
+def _options(args: argparse.Namespace) -> BuildOptions:
     """The site's build options as given (the pipeline adds $PIP_CERT's CA bundle unless --no-ca-bundle)."""
     from repro.pipeline.up import BuildOptions
 
@@ -134,7 +138,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dry_run_data(dry) -> dict:
+def _dry_run_data(dry: UpDryRun) -> dict:
     """`repro up --dry-run --format json`: what would be built and where it would go."""
     from repro.secrets import redact_argv, redact_text
 
@@ -149,7 +153,7 @@ def _dry_run_data(dry) -> dict:
             "apptainer": str(dry.apptainer) if dry.apptainer else None}
 
 
-def _up_data(result) -> dict:
+def _up_data(result: UpResult) -> dict:
     """`repro up --format json`: the image, its lock, the versions found and the shipping per host."""
     lock, o = result.lock, result.outcome
     names = {**result.framework_titles, "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
@@ -162,7 +166,7 @@ def _up_data(result) -> dict:
                        "bytes": r.bytes, "detail": r.detail} for r in result.shipping]}
 
 
-def _summary(result) -> str:
+def _summary(result: UpResult) -> str:
     """The terminal summary of `repro up`."""
     lock, o = result.lock, result.outcome
     v = lock.versions

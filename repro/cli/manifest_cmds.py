@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from repro.inputs import path_argument
+
+if TYPE_CHECKING:
+    from repro.formats import Document
+    from repro.pipeline.stacks import StackCheck, Validation
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +54,7 @@ def add_output_format(p: argparse.ArgumentParser, what: str, *, json_flag: bool 
         out.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
 
 
-def _stack_findings(check, quiet: bool) -> None:
+def _stack_findings(check: StackCheck, quiet: bool) -> None:
     """One stack's findings and verdict on a terminal: errors on stderr, the rest on stdout."""
     if check.error:
         print(check.error.render(), file=sys.stderr)
@@ -61,7 +66,7 @@ def _stack_findings(check, quiet: bool) -> None:
           f"{check.loaded.hash}; {counts})")
 
 
-def _validation_document(validation, fmt: str):
+def _validation_document(validation: Validation, fmt: str) -> Document:
     """The report of every stack as one table (markdown, csv, json)."""
     from repro.formats import Column, Document, Table
 

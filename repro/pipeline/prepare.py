@@ -23,7 +23,8 @@ from repro.progress import Lines, silent
 from repro.results.provenance import HostFacts
 from repro.results.store import Store, inventory_key
 
-__all__ = ["PrepareRequest", "PrepareResult", "TaskResult", "host_software", "prepare", "prepare_hosts"]
+__all__ = ["HostOutcome", "PrepareRequest", "PrepareResult", "Readiness", "TaskResult", "host_software", "prepare",
+           "prepare_hosts"]
 
 KEEP_RUNS = 20  # ansible-runner private data dirs kept per inventory under <store>/logs/prepare
 
