@@ -43,6 +43,8 @@ class Table:
     caption: tuple[str, ...] = ()  # above the table: what is the same on every row, units, what ± means
     notes: tuple[str, ...] = ()  # under the table: footnotes
     name: str = "rows"  # the key of its data rows in json when a document holds several tables
+    wrap: tuple[int | None, ...] = ()  # terminal: wrap each column's text at this width (None: never), cells may
+    # hold several lines (tabulate lays them out)
 
     def __post_init__(self) -> None:
         for i, row in enumerate(self.cells):  # a table has as many cells as headers, always
@@ -125,6 +127,14 @@ def text_table(table: Table) -> list[str]:
     return [line(table.headers), "  ".join("-" * w for w in widths), *(line(row) for row in table.cells)]
 
 
+def wrapped_table(table: Table) -> list[str]:
+    """Columns wrapped at the table's widths, multi-line cells, as tabulate's plain layout (numbers right-aligned)."""
+    from tabulate import tabulate  # the one module of repro that uses tabulate
+
+    return tabulate([list(row) for row in table.cells], headers=list(table.headers),
+                    maxcolwidths=list(table.wrap)).split("\n")
+
+
 def escape_markdown(text: str) -> str:
     """Characters that would end a cell or start emphasis, escaped."""
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
@@ -132,7 +142,7 @@ def escape_markdown(text: str) -> str:
 
 def markdown_table(table: Table) -> list[str]:
     """A GitHub table; numeric columns right-aligned (`---:`)."""
-    cells = [[escape_markdown(x) for x in row] for row in table.cells]
+    cells = [[escape_markdown(x).replace("\n", "<br>") for x in row] for row in table.cells]  # a cell is one line
     headers = [escape_markdown(h) for h in table.headers]
     widths = [max(3, len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
     right = [c.numeric for c in table.columns]
@@ -162,7 +172,7 @@ class TextFormat:
             else:
                 out += [block.title] if block.title else []
                 out += list(block.caption)
-                out += text_table(block)
+                out += wrapped_table(block) if block.wrap else text_table(block)
                 out += [f"  {n}" for n in block.notes]
             out.append("")
         return "\n".join(out).rstrip() + "\n"

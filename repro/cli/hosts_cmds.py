@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from repro import inputs
+from repro.cli.manifest_cmds import add_output_format
 from repro.inputs import argument, extra_var_argument, path_argument
+
+if TYPE_CHECKING:
+    from repro.formats import Table
+    from repro.pipeline.prepare import HostOutcome, PrepareResult, Readiness, TaskResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,10 +33,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--check", action="store_true", help="Ansible check mode: report what would change, change nothing")
     p.add_argument("--check-only", action="store_true",
                    help="only gather facts and print each host's readiness for the runtime (changes nothing)")
-    p.add_argument("--runtime", default=None, metavar="RUNTIME",
-                   help="the runtime `repro bench` will use, whose needs readiness checks (the host runtime: the "
-                   "hosts' TensorFlow, Horovod and MPI against --stack; docker: the engine); default: host for a "
-                   "local inventory, else docker, as bench chooses")
     p.add_argument("--limit", metavar="PATTERN", type=argument(inputs.HOST_PATTERN),
                    help="only these hosts (an Ansible host pattern)")
     p.add_argument("-e", "--extra-var", action="append", metavar="KEY=VALUE", type=extra_var_argument,
@@ -39,11 +42,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the ansible-playbook command and variables it would use; touch nothing")
     p.add_argument("-v", "--verbose", action="store_true", help="also show tasks skipped by their conditions")
+    add_output_format(p, "the summary and readiness (table: text; the dry run too)", json_flag=False)
+    p.defer(_choices)  # the runtimes come from their registry: loaded only for `repro prepare`
     p.set_defaults(handler=cmd_prepare)
 
 
-def _progress(verbose: bool):
-    from repro.hosts.ansible import TaskResult
+def _choices(p: argparse.ArgumentParser) -> None:
+    """--runtime, whose names come from repro.pipeline.choices (the runtimes' registry)."""
+    from repro.pipeline.choices import prepare_runtimes
+
+    p.add_argument("--runtime", default=None, choices=prepare_runtimes(), metavar="RUNTIME",
+                   help="the runtime `repro bench` will use, whose needs readiness checks (the host runtime: the "
+                   "hosts' TensorFlow, Horovod and MPI against --stack; docker: the engine; one of "
+                   f"{', '.join(prepare_runtimes())}); default: host for a local inventory, else docker, as bench "
+                   "chooses")
+
+
+def _printer(machine: bool) -> Callable[[str], None]:
+    """Where progress goes: stdout on a terminal, stderr when stdout carries data (csv, json)."""
+    stream = sys.stderr if machine else sys.stdout
+    return lambda line: print(line, file=stream, flush=True)
+
+
+def _progress(verbose: bool, say: Callable[[str], None]) -> Callable[[TaskResult], None]:
+    """One line per task result (skipped ones only with --verbose)."""
 
     def show(r: TaskResult) -> None:
         if r.status == "skipped" and not verbose:
@@ -55,125 +77,136 @@ def _progress(verbose: bool):
             text = f"{r.status.upper()}{' (ignored)' if r.ignored else ''}: {r.message}"
         else:
             text = r.status
-        print(f"  {r.host:<12} {where[:70]:<70} {text}", flush=True)
+        say(f"  {r.host:<12} {where[:70]:<70} {text}")
 
     return show
 
 
-def _failure_text(h) -> str:
-    """'h2: unreachable: <why>' or 'h1: failed at <role> / <task>: <why>'."""
-    if h.unreachable:
-        return f"{h.host}: unreachable: {h.why_unreachable}"
-    if h.failure is not None:
-        return f"{h.host}: failed at {h.failure.role or '-'} / {h.failure.task}: {h.failure.message}"
-    return f"{h.host}: {h.status}"
-
-
-def _summary_rows(result) -> list[list[str]]:
-    rows = []
-    for h in result.inventory.hosts:
-        out = result.outcome.hosts.get(h.name)
-        if out is None:
-            rows.append([h.name, "not run", "", "", "", "", "not matched by --limit"])
-            continue
-        notes = []
-        if out.unreachable:
-            notes.append(f"unreachable: {out.why_unreachable}")
-            notes.append("nothing after this ran on the host")
-        elif out.failure is not None:
-            f = out.failure
-            notes.append(f"failed at {f.role or '-'} / {f.task}: {f.message}")
-            notes.append("roles before it were applied; later tasks did not run on this host")
-        else:
-            changes = "would change" if result.run.check else "changes"
-            notes.append("all selected roles ran" + (f", {out.changed} {changes}" if out.changed else ", no changes"))
-        notes += [f"{role or '-'}: skipped: {reason}" for role, reason in out.skips]
-        rows.append([h.name, out.status.upper() if out.status in ("failed", "unreachable") else out.status,
-                     out.ok, out.changed, out.skipped, out.failed + (1 if out.unreachable else 0), "\n".join(notes)])
-    return rows
-
-
-def _print_readiness(readiness) -> None:
-    from tabulate import tabulate
-
-    rows = [[c.host, c.name, c.status.upper() if c.status == "fail" else c.status, c.message]
-            for c in readiness.checks]
-    print(tabulate(rows, headers=["host", "check", "status", "message"], maxcolwidths=[None, None, None, 90]))
-
-
 def cmd_prepare(args: argparse.Namespace) -> int:
-    import json
+    from repro.formats import is_machine
+    from repro.pipeline.prepare import PrepareRequest, prepare_hosts
 
-    from tabulate import tabulate
-
-    from repro.errors import HostError, InputError
-    from repro.hosts.prepare import parse_extra_vars, parse_tags
-    from repro.pipeline.prepare import prepare
-
-    if args.check_only and (args.tags or args.check):
-        raise InputError("--check-only runs only the facts playbook; it takes no --tags or --check")
-    tags = parse_tags(args.tags)
-    extra = parse_extra_vars(args.extra_var)
-    stack = None
-    if args.stack:
-        from repro.manifest import load_stack
-
-        stack = load_stack(args.stack)
-    mode = "check-only" if args.check_only else ("check mode" if args.check else "apply")
-    if not args.dry_run:
-        print(f"repro prepare ({mode}): {args.hosts}" + (f", stack {stack.stack.name}" if stack else ""), flush=True)
-    result = prepare(args.hosts, stack=stack, tags=tags, check=args.check, check_only=args.check_only,
-                     store_root=args.store, dry_run=args.dry_run, limit=args.limit, extra_vars=extra,
-                     progress=_progress(args.verbose), runtime=args.runtime)
+    say = _printer(is_machine(args.format))
+    request = PrepareRequest(args.hosts, stack=args.stack, tags=args.tags, check=args.check,
+                             check_only=args.check_only, limit=args.limit, extra_vars=tuple(args.extra_var or ()),
+                             store_root=args.store, runtime=args.runtime, dry_run=args.dry_run)
+    result = prepare_hosts(request, progress=_progress(args.verbose, say), show=say)
     if args.dry_run:
-        import shlex
-
-        from repro.results.redact import redact_tree
-
-        run = result.run
-        print(f"# hosts: {', '.join(h.name for h in result.inventory.hosts)}")
-        print(f"# run in {run.playbook_path.parent} with:")
-        for key, value in sorted(run.env().items()):
-            print(f"export {key}={shlex.quote(value)}")
-        print(shlex.join(run.argv()))
-        print("# variables (-e):")
-        print(json.dumps(redact_tree(run.variables()), indent=2, sort_keys=True))
+        _write_dry_run(result, args.format)
         return 0
-
-    outcome = result.outcome
-    if not args.check_only:
-        print()
-        print(tabulate(_summary_rows(result), headers=["host", "result", "ok", "changed", "skipped", "failed", "notes"],
-                       maxcolwidths=[None, None, None, None, None, None, 100]))
-    if result.facts_paths:
-        where = next(iter(result.facts_paths.values())).parent
-        print(f"\nfacts of {len(result.facts_paths)} host(s) stored in {where}")
-    if result.readiness is not None:
-        if args.check_only:
-            print(f"\nreadiness for the {result.runtime} runtime" + (f" (--runtime {result.runtime} chose it)"
-                                                                     if args.runtime else
-                                                                     " (what repro bench uses here; --runtime "
-                                                                     "checks another)"))
-            _print_readiness(result.readiness)
-        else:
-            fails = len(result.readiness.failed)
-            warns = sum(1 for c in result.readiness.checks if c.status == "warn")
-            print(f"readiness: {fails} failed, {warns} warnings (details: repro prepare --check-only --hosts "
-                  f"{args.hosts}{' --stack ' + args.stack if args.stack else ''})")
-    if result.data_dir:
-        print(f"ansible-runner artifacts: {outcome.artifact_dir or result.data_dir}")
-    bad = outcome.failed_hosts
-    if bad:
-        what = "; ".join(_failure_text(h) for h in bad)
-        raise HostError(f"prepare {mode} failed on {len(bad)} of {len(result.inventory.hosts)} hosts: {what}",
-                        host=bad[0].host)
-    if outcome.rc != 0:
-        raise HostError(f"ansible-playbook exited with status {outcome.rc} ({outcome.status}):\n"
-                        f"{outcome.output_tail() or '(no output)'}\nsee {outcome.artifact_dir or result.data_dir}")
-    if args.check_only and result.readiness is not None and not result.readiness.ok:
-        hosts = sorted({c.host for c in result.readiness.failed})
-        raise HostError(f"not ready: {', '.join(hosts)} ({len(result.readiness.failed)} failed checks)",
-                        host=hosts[0])
+    _write_prepared(result, args)
+    failure = result.failure()
+    if failure is not None:
+        raise failure
     verb = "checked" if args.check_only or args.check else "prepared"
     print(f"done: {len(result.inventory.hosts)} host(s) {verb}", file=sys.stderr)
     return 0
+
+
+def _write_dry_run(result: PrepareResult, fmt: str) -> None:
+    """The ansible-playbook command and its variables (secrets redacted), as text or data."""
+    import json
+    import shlex
+
+    from repro.cli.output import tree_text, write
+    from repro.secrets import redact_tree
+
+    run = result.run
+    data = {"dry_run": True, "hosts": [h.name for h in result.inventory.hosts], "cwd": str(run.playbook_path.parent),
+            "env": dict(sorted(run.env().items())), "argv": run.argv(), "variables": redact_tree(run.variables())}
+    # env: ansible's own settings, as before (redacting by name would take ANSIBLE_HOST_KEY_CHECKING for a secret)
+    lines = [f"# hosts: {', '.join(data['hosts'])}", f"# run in {data['cwd']} with:",
+             *(f"export {k}={shlex.quote(v)}" for k, v in data["env"].items()), shlex.join(data["argv"]),
+             "# variables (-e):", json.dumps(data["variables"], indent=2, sort_keys=True)]
+    write(tree_text(data, fmt, terminal="\n".join(lines) + "\n"))
+
+
+def _write_prepared(result: PrepareResult, args: argparse.Namespace) -> None:
+    """The per-host summary, the facts stored, readiness and where ansible-runner's artifacts are."""
+    from repro.cli.output import write
+    from repro.formats import Document, render
+
+    summary, readiness = _summary_table(result), _readiness_table(result.readiness)
+    if args.format != "table":
+        write(render(Document((summary, readiness), data=_prepared_data(result)), args.format))
+        return
+    text = "" if args.check_only else "\n" + render(Document((summary,)), "table")
+    if result.facts_paths:
+        where = next(iter(result.facts_paths.values())).parent
+        text += f"\nfacts of {len(result.facts_paths)} host(s) stored in {where}\n"
+    if result.readiness is not None:
+        text += _readiness_text(result, args, readiness)
+    if result.data_dir:
+        text += f"ansible-runner artifacts: {result.outcome.artifact_dir or result.data_dir}\n"
+    write(text)
+
+
+def _readiness_text(result: PrepareResult, args: argparse.Namespace, table: Table) -> str:
+    """Readiness on a terminal: the table of checks (--check-only), else one line pointing to it."""
+    from repro.formats import Document, render
+
+    if args.check_only:
+        why = (f" (--runtime {result.runtime} chose it)" if args.runtime else
+               " (what repro bench uses here; --runtime checks another)")
+        return f"\nreadiness for the {result.runtime} runtime{why}\n" + render(Document((table,)), "table")
+    fails = len(result.readiness.failed)
+    warns = sum(1 for c in result.readiness.checks if c.status == "warn")
+    return (f"readiness: {fails} failed, {warns} warnings (details: repro prepare --check-only --hosts "
+            f"{args.hosts}{' --stack ' + args.stack if args.stack else ''})\n")
+
+
+def _host_row(name: str, out: HostOutcome | None, check: bool) -> dict:
+    """One host's line of the summary: its result, task counts and notes (why it stopped, what was skipped)."""
+    if out is None:
+        return {"host": name, "result": "not run", "ok": None, "changed": None, "skipped": None, "failed": None,
+                "notes": ["not matched by --limit"]}
+    if out.unreachable:
+        notes = [f"unreachable: {out.why_unreachable}", "nothing after this ran on the host"]
+    elif out.failure is not None:
+        f = out.failure
+        notes = [f"failed at {f.role or '-'} / {f.task}: {f.message}",
+                 "roles before it were applied; later tasks did not run on this host"]
+    else:
+        changes = "would change" if check else "changes"
+        notes = ["all selected roles ran" + (f", {out.changed} {changes}" if out.changed else ", no changes")]
+    notes += [f"{role or '-'}: skipped: {reason}" for role, reason in out.skips]
+    return {"host": name, "result": out.status.upper() if out.status in ("failed", "unreachable") else out.status,
+            "ok": out.ok, "changed": out.changed, "skipped": out.skipped,
+            "failed": out.failed + (1 if out.unreachable else 0), "notes": notes}
+
+
+def _summary_table(result: PrepareResult) -> Table:
+    """The per-host summary: notes wrap at 100 columns on a terminal."""
+    from repro.formats import Column, Table
+
+    rows = tuple(_host_row(h.name, result.outcome.hosts.get(h.name), result.run.check)
+                 for h in result.inventory.hosts)
+    headers = ("host", "result", "ok", "changed", "skipped", "failed", "notes")
+    cells = tuple(tuple("" if r[k] is None else "\n".join(r[k]) if k == "notes" else str(r[k]) for k in headers)
+                  for r in rows)
+    return Table(tuple(Column(h, numeric=h in ("ok", "changed", "skipped", "failed")) for h in headers), cells,
+                 rows, name="hosts", wrap=(None, None, None, None, None, None, 100))
+
+
+def _readiness_table(readiness: Readiness | None) -> Table:
+    """Each readiness check of each host: messages wrap at 90 columns on a terminal."""
+    from repro.formats import Column, Table
+
+    checks = readiness.checks if readiness is not None else ()
+    rows = tuple({"host": c.host, "check": c.name, "status": c.status, "message": c.message} for c in checks)
+    cells = tuple((c.host, c.name, c.status.upper() if c.status == "fail" else c.status, c.message) for c in checks)
+    return Table(tuple(Column(h) for h in ("host", "check", "status", "message")), cells, rows, name="readiness",
+                 wrap=(None, None, None, 90))
+
+
+def _prepared_data(result: PrepareResult) -> dict:
+    """`repro prepare --format json`: the summary, facts, readiness and where the artifacts are."""
+    failure = result.failure()
+    return {"mode": result.mode, "runtime": result.runtime, "ok": failure is None,
+            "error": failure.message if failure is not None else None,
+            "hosts": [_host_row(h.name, result.outcome.hosts.get(h.name), result.run.check)
+                      for h in result.inventory.hosts],
+            "facts": {host: str(path) for host, path in result.facts_paths.items()},
+            "readiness": [{"host": c.host, "check": c.name, "status": c.status, "message": c.message}
+                          for c in result.readiness.checks] if result.readiness is not None else None,
+            "artifacts": str(result.outcome.artifact_dir or result.data_dir) if result.data_dir else None}

@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from repro import inputs
+from repro.cli.manifest_cmds import add_output_format
 from repro.inputs import argument, key_value_argument, path_argument
+
+if TYPE_CHECKING:
+    from repro.pipeline.up import BuildOptions, UpDryRun, UpResult
 
 
 def _build_options(p: argparse.ArgumentParser) -> None:
@@ -51,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write the Apptainer definition to FILE (its files next to it)")
     p.add_argument("--quiet", "-q", action="store_true", help="no build output, only the summary")
     _build_options(p)
+    add_output_format(p, "the summary (table: text; the dry run too)", json_flag=False)
     p.set_defaults(handler=cmd_up)
 
     p = sub.add_parser("render", help="print a stack's Dockerfile (or Apptainer definition, or rebuilt base)",
@@ -72,6 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="engine to hold the image (repeatable; default: DOCKER_HOST or the local engine)")
     p.add_argument("--mirror", default=None, type=argument(inputs.URL),
                    help="archive for debootstrap (default: the distribution's own)")
+    add_output_format(p, "the image ids (table: one line per engine)", json_flag=False)
     p.set_defaults(handler=cmd_base_image)
 
     p = sub.add_parser("archive", help="write a stack's built image, lock, manifest and recipe into one file",
@@ -82,6 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="DIR", default=None,
                    help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     p.add_argument("--docker-host", metavar="URL", default=None, help="Docker engine holding the image")
+    add_output_format(p, "what was written (table: text)", json_flag=False)
     p.set_defaults(handler=cmd_archive)
 
     p = sub.add_parser("restore", help="load an archive's image into an engine and its lock into a store",
@@ -92,163 +100,137 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="DIR", default=None,
                    help="results store (default: $REPRO_STORE, [site] store in repro.toml, or ./results)")
     p.add_argument("--docker-host", metavar="URL", default=None, help="Docker engine to load the image into")
+    add_output_format(p, "what was restored (table: text)", json_flag=False)
     p.set_defaults(handler=cmd_restore)
 
 
-def _options(args: argparse.Namespace):
-    from repro.image.build import BuildOptions, default_ca_bundle
+def _options(args: argparse.Namespace) -> BuildOptions:
+    """The site's build options as given (the pipeline adds $PIP_CERT's CA bundle unless --no-ca-bundle)."""
+    from repro.pipeline.up import BuildOptions
 
-    ca = None if args.no_ca_bundle else (Path(args.ca_bundle) if args.ca_bundle else default_ca_bundle())
     return BuildOptions(
-        ca_bundle=ca, pip_index=args.pip_index, extra_index=args.extra_index,
+        ca_bundle=None if args.no_ca_bundle or not args.ca_bundle else Path(args.ca_bundle),
+        pip_index=args.pip_index, extra_index=args.extra_index,
         wheelhouse=Path(args.wheelhouse) if args.wheelhouse else None, build_args=tuple(args.build_arg),
         ofed_url=args.ofed_url, ofed_mirror=args.ofed_mirror,
         ofed_tarball=Path(args.ofed_tarball) if args.ofed_tarball else None, docker_host=args.docker_host)
 
 
-def _validated(path: str):
-    """Load the stack; compatibility errors stop here (the one gate policy), warnings are printed."""
-    from repro.manifest import load_stack
-    from repro.pipeline.gate import admit
-
-    loaded = load_stack(path)
-    admit(loaded, action="built", show=lambda text: print(text, file=sys.stderr))
-    return loaded
-
-
-def _write_apptainer(target: Path, loaded, plan) -> None:
-    from repro.image.render import render_apptainer
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    for f in plan.files:
-        dest = target.parent / f.name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(f.read())
-    target.write_text(render_apptainer(loaded.stack, plan.options))
-    print(f"wrote {target} (build it in {target.parent}: apptainer build IMAGE.sif {target.name})", file=sys.stderr)
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from repro.errors import HostError
-    from repro.hosts import ship
-    from repro.hosts.inventory import load_inventory
-    from repro.image.build import plan_build
-    from repro.pipeline.up import up
-    from repro.results.store import Store
+    from repro.cli.output import tree_text, write
+    from repro.pipeline.up import UpDryRun, UpRequest, up_stack
 
-    loaded = _validated(args.stack)
-    options = _options(args)
-    inventory = load_inventory(args.hosts) if args.hosts else None
-    plan = plan_build(loaded, options)  # hashes the whole build context: once per command
-    if args.dry_run:
-        print(plan.describe())
-        if inventory is not None:
-            print()
-            print(ship.describe(plan.tag, inventory.hosts))
-        if args.apptainer:
-            print(f"\nwould write the Apptainer definition to {args.apptainer}")
-        print("\n(dry run: nothing was built, verified, locked or shipped)")
+    request = UpRequest(args.stack, hosts=args.hosts, store_root=args.store, options=_options(args),
+                        pip_cert=not args.no_ca_bundle, apptainer=Path(args.apptainer) if args.apptainer else None,
+                        dry_run=args.dry_run)
+    result = up_stack(request, progress=_stderr if not args.quiet else lambda line: None, show=_stderr)
+    if isinstance(result, UpDryRun):
+        write(tree_text(_dry_run_data(result), args.format, terminal=result.describe()))
         return 0
-    if args.apptainer:
-        _write_apptainer(Path(args.apptainer), loaded, plan)
-
-    def progress(line: str) -> None:
-        if not args.quiet:
-            print(line, file=sys.stderr, flush=True)
-
-    result = up(loaded, store=Store(args.store), options=options, inventory=inventory, progress=progress, plan=plan)
-    _summary(result)
-    if result.failed_hosts:
-        failed = result.failed_hosts
-        raise HostError(f"the image did not reach {len(failed)} of {len(result.shipping)} hosts: "
-                        f"{', '.join(failed)}", host=failed[0])
+    write(tree_text(_up_data(result), args.format, terminal=_summary(result)))
+    failure = result.failure()
+    if failure is not None:
+        raise failure
     return 0
 
 
-def _summary(result) -> None:
+def _dry_run_data(dry: UpDryRun) -> dict:
+    """`repro up --dry-run --format json`: what would be built and where it would go."""
+    from repro.secrets import redact_argv, redact_text
+
+    plan = dry.plan
+    return {"dry_run": True, "stack": plan.stack, "stack_hash": plan.stack_hash, "image_hash": plan.image_hash,
+            "tag": plan.tag, "base_image": plan.base_image,
+            "rebuilt_base": plan.base_recipe.replaces if plan.base_recipe is not None else None,
+            "context": [{"name": f.name, "size": f.size, "sha256": f.sha256} for f in plan.files],
+            "build_args": redact_argv([f"{k}={v}" for k, v in plan.build_args]),
+            "dockerfile": redact_text(plan.dockerfile),
+            "hosts": [h.name for h in dry.inventory.hosts] if dry.inventory is not None else [],
+            "apptainer": str(dry.apptainer) if dry.apptainer else None}
+
+
+def _up_data(result: UpResult) -> dict:
+    """`repro up --format json`: the image, its lock, the versions found and the shipping per host."""
+    lock, o = result.lock, result.outcome
+    names = {**result.framework_titles, "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
+    return {"stack": result.plan.stack, "stack_hash": result.plan.stack_hash, "tag": o.tag, "image_id": o.image_id,
+            "built": o.built, "build_seconds": o.seconds if o.built else None, "verified": result.verified,
+            "lock": result.lock_path, "versions": {k: v for k, v in lock.versions.items() if v},
+            "horovod_built_with": [names[k] for k in names if lock.horovod_build.get(k)],
+            "sshd_port": lock.sshd.port, "host_keys": len(lock.sshd.host_keys),
+            "hosts": [{"host": r.host, "status": r.status, "method": r.method, "seconds": r.seconds,
+                       "bytes": r.bytes, "detail": r.detail} for r in result.shipping]}
+
+
+def _summary(result: UpResult) -> str:
+    """The terminal summary of `repro up`."""
     lock, o = result.lock, result.outcome
     v = lock.versions
     names = {**result.framework_titles, "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
     flags = [k for k in names if lock.horovod_build.get(k)]
     how = f"built in {o.seconds:.0f} s" if o.built else "already built (no build)"
-    print(f"stack {result.plan.stack} ({result.plan.stack_hash}): image {o.tag}")
-    print(f"  id {o.image_id}, {how}, {'verified' if result.verified else 'verified earlier'}")
-    print(f"  lock {result.lock_path}")
     found = ", ".join(f"{k} {v[k]}" for k in ("os", "python", *result.framework_keys, "horovod", "mpi", "cuda",
                                                "cudnn", "nccl", "ofed") if v.get(k))
     hvd = f"; Horovod built with {', '.join(names[f] for f in flags) or 'nothing'}" if v.get("horovod") else ""
-    print(f"  found {found}{hvd}")
-    print(f"  sshd on port {lock.sshd.port}, {len(lock.sshd.host_keys)} host keys in the lock")
+    lines = [f"stack {result.plan.stack} ({result.plan.stack_hash}): image {o.tag}",
+             f"  id {o.image_id}, {how}, {'verified' if result.verified else 'verified earlier'}",
+             f"  lock {result.lock_path}", f"  found {found}{hvd}",
+             f"  sshd on port {lock.sshd.port}, {len(lock.sshd.host_keys)} host keys in the lock"]
     if result.shipping:
-        print("hosts:")
-        for r in result.shipping:
-            print(f"  {r.render()}")
+        lines += ["hosts:", *(f"  {r.render()}" for r in result.shipping)]
+    return "\n".join(lines) + "\n"
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from repro.errors import InputError
-    from repro.image import cuda_base
-    from repro.image.blocks.formats import APPTAINER, DOCKER
-    from repro.image.build import plan_build
-    from repro.image.render import render_apptainer
-    from repro.manifest import load_stack
+    from repro.pipeline.images import render_recipe
 
-    loaded = load_stack(args.stack)
-    if args.base:
-        recipe = cuda_base.recipe_for_stack(loaded.stack)
-        if recipe is None:
-            base = loaded.stack.base_image or "its distribution image"
-            why = ("repro has no rebuild recipe for it (docker/cuda_bases.yaml)"
-                   if cuda_base.is_end_of_life(loaded.stack) else "it is not an end-of-life nvidia/cuda image")
-            raise InputError(f"stack {loaded.stack.name} builds FROM {base}, which repro does not rebuild: {why}")
-        sys.stdout.write(recipe.render(APPTAINER if args.apptainer else DOCKER))
-        return 0
-    plan = plan_build(loaded, _options(args), check_inputs=False)
-    from repro.results.redact import redact_text
-
-    text = render_apptainer(loaded.stack, plan.options) if args.apptainer else plan.dockerfile
-    sys.stdout.write(redact_text(text))  # a token in a pip index URL is never printed
+    sys.stdout.write(render_recipe(args.stack, _options(args), pip_cert=not args.no_ca_bundle,
+                                   apptainer=args.apptainer, base=args.base))
     return 0
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
-    from repro.image.archive import write_archive
-    from repro.manifest import load_stack
-    from repro.results.store import Store
+    from repro.cli.output import tree_text, write
+    from repro.pipeline.images import archive_stack
 
-    loaded = load_stack(args.stack)
-    result = write_archive(loaded, Store(args.store), Path(args.output), docker_host=args.docker_host,
-                           progress=lambda line: print(line, file=sys.stderr, flush=True))
-    print(f"wrote {result.path} ({result.size / (1 << 20):.0f} MiB): stack {result.stack} ({result.stack_hash}), "
-          f"image {result.tag} {result.image_id}")
-    for name, member in result.members.items():
-        print(f"  {name:<18} {member['size']:>12}  sha256:{member['sha256']}")
+    result = archive_stack(args.stack, Path(args.output), store_root=args.store, docker_host=args.docker_host,
+                           progress=_stderr)
+    data = {"path": str(result.path), "size": result.size, "stack": result.stack, "stack_hash": result.stack_hash,
+            "tag": result.tag, "image_id": result.image_id, "members": result.members}
+    lines = [f"wrote {result.path} ({result.size / (1 << 20):.0f} MiB): stack {result.stack} ({result.stack_hash}), "
+             f"image {result.tag} {result.image_id}"]
+    lines += [f"  {name:<18} {m['size']:>12}  sha256:{m['sha256']}" for name, m in result.members.items()]
+    write(tree_text(data, args.format, terminal="\n".join(lines) + "\n"))
     return 0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
+    from repro.cli.output import tree_text, write
     from repro.pipeline.restore import restore
-    from repro.results.store import Store
 
-    result = restore(Path(args.archive), Store(args.store), docker_host=args.docker_host,
-                     progress=lambda line: print(line, file=sys.stderr, flush=True))
-    how = "loaded" if result.loaded else "already in the engine"
-    print(f"stack {result.stack} ({result.stack_hash}): image {result.tag} {result.image_id} {how}, verified "
-          "against its lock")
-    print(f"  lock {result.lock_path}")
-    print(f"  stack manifest {result.stack_path} (use it with `repro bench --stack`)")
+    r = restore(Path(args.archive), args.store, docker_host=args.docker_host, progress=_stderr)
+    data = {"stack": r.stack, "stack_hash": r.stack_hash, "tag": r.tag, "image_id": r.image_id, "loaded": r.loaded,
+            "lock": str(r.lock_path), "stack_path": str(r.stack_path)}
+    text = (f"stack {r.stack} ({r.stack_hash}): image {r.tag} {r.image_id} "
+            f"{'loaded' if r.loaded else 'already in the engine'}, verified against its lock\n"
+            f"  lock {r.lock_path}\n  stack manifest {r.stack_path} (use it with `repro bench --stack`)\n")
+    write(tree_text(data, args.format, terminal=text))
     return 0
 
 
 def cmd_base_image(args: argparse.Namespace) -> int:
     import logging
 
-    from repro.image.base import ensure_base_image, load_into
+    from repro.cli.output import tree_text, write
+    from repro.pipeline.images import base_images
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    hosts = list(args.docker_host) or [None]
-    ids = {hosts[0]: ensure_base_image(args.ref, hosts[0], mirror=args.mirror)}
-    ids.update(load_into(args.ref, [h for h in hosts[1:] if h], source_host=hosts[0]))
-    for host, image in ids.items():
-        print(f"{args.ref} {image} {host or 'default engine'}")
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)  # debootstrap's progress
+    result = base_images(args.ref, args.docker_host, mirror=args.mirror)
+    data = [{"ref": result.ref, "image_id": image, "engine": host} for host, image in result.ids.items()]
+    text = "".join(f"{result.ref} {image} {host or 'default engine'}\n" for host, image in result.ids.items())
+    write(tree_text(data, args.format, terminal=text))
     return 0

@@ -27,7 +27,7 @@ from typing import Any
 from repro.errors import ResultsError
 from repro.results.provenance import HostFacts
 from repro.results.record import RunRecord, Settings
-from repro.results.redact import is_redacted
+from repro.secrets import is_redacted
 from repro.workloads.catalog import kind_of
 
 # Settings fields a point is aligned on, in display order. global_batch follows from batch x workers.

@@ -27,7 +27,7 @@ from repro.hosts.ansible_events import Collector, HostOutcome, TaskResult
 from repro.hosts.ansible_scrub import keep_artifacts, secret_values
 from repro.hosts.ssh_trust import check_environment
 from repro.resources import data_dir as repro_data_dir
-from repro.results.redact import redact_tree
+from repro.secrets import redact_tree
 
 # Connection settings that make failures quick and explicit; the rest is in playbooks/ansible.cfg.
 # Host-key checking is set here, not only in ansible.cfg: ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False

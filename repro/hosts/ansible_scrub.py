@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from repro.results.redact import is_secret_name, marker, redact_text, redact_tree
+from repro.secrets import is_secret_name, marker, redact_text, redact_tree
 
 # What repro keeps of ansible-runner's artifacts (redacted): the rest holds the caller's environment and the
 # extra variables, and is never written outside a private scratch directory removed after the run.

@@ -36,7 +36,7 @@ from repro.image import verify
 from repro.image.engine import engine, image_id
 from repro.progress import Lines, silent
 from repro.results.provenance import ImageLock
-from repro.results.redact import is_redacted, redact_tree
+from repro.secrets import is_redacted, redact_tree
 
 if TYPE_CHECKING:
     import docker

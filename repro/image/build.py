@@ -38,7 +38,7 @@ from repro.image.build_plan import (
 from repro.image.cuda_base import CudaBaseRecipe
 from repro.image.engine import image_id
 from repro.progress import Lines, silent
-from repro.results.redact import redact_text
+from repro.secrets import redact_text
 
 if TYPE_CHECKING:
     import docker

@@ -19,7 +19,7 @@ from repro.image.cuda_base import CudaBaseRecipe
 from repro.image.render import RenderOptions
 from repro.manifest import frameworks
 from repro.manifest.frameworks import FRAMEWORKS, section_of
-from repro.results.redact import redact_argv, redact_text
+from repro.secrets import redact_argv, redact_text
 
 if TYPE_CHECKING:
 

@@ -28,7 +28,7 @@ from repro.results.provenance import (
     LockSshd,
     LockStack,
 )
-from repro.results.redact import redact_tree
+from repro.secrets import redact_tree
 
 if TYPE_CHECKING:
     import docker

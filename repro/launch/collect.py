@@ -33,7 +33,7 @@ from repro.results.record import (
     new_id,
     now_iso,
 )
-from repro.results.redact import redact_argv, redact_env, redact_text, redact_tree
+from repro.secrets import redact_argv, redact_env, redact_text, redact_tree
 
 # common settings a workload reports under these names in its result's `settings`
 REPORTED = ("model", "batch_per_worker", "precision", "xla", "data_format", "warmup_steps", "steps")

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from repro.hosts.inventory import Host
 from repro.launch.placement import Placement
 from repro.results.record import Settings
-from repro.results.redact import redact_argv, redact_text
-from repro.secrets import is_secret
+from repro.secrets import is_secret, redact_argv, redact_text
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CONTAINER_DATA = "/data"

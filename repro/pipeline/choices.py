@@ -64,3 +64,11 @@ def scheduler_flags() -> dict[str, tuple]:
 
     found = {name: options_of(name) for name in SCHEDULERS.names()}
     return {name: options for name, options in found.items() if options}
+
+# -- repro.cli.hosts_cmds, image_cmds, manifest_cmds: prepare, up, render, archive, restore, validate, show, ... --
+
+def prepare_runtimes() -> tuple[str, ...]:
+    """The runtimes `repro prepare --runtime` checks readiness for: every registered runtime."""
+    from repro.launch.runtimes import RUNTIMES
+
+    return RUNTIMES.names()

@@ -28,10 +28,12 @@ class RestoreResult:
     loaded: bool  # False: the engine held the same image id already
 
 
-def restore(path: Path, store: Store, *, docker_host: str | None = None,
+def restore(path: str | Path, store: Store | str | Path | None = None, *, docker_host: str | None = None,
             progress: Lines = silent) -> RestoreResult:
-    """Check the archive, load its image, verify it against the lock, put the lock and manifest in the store."""
+    """Check the archive, load its image, verify it against the lock, put the lock and manifest in the store (a
+    Store, or its root: None for the default one)."""
     path = Path(path)
+    store = store if isinstance(store, Store) else Store(store)
     progress(f"checking {path}")
     lock, stack = archive.read_archive(path)
     tag = lock.image.tag

@@ -27,9 +27,9 @@ from repro.progress import Progress
 from repro.results import steady
 from repro.results.metrics import for_storage
 from repro.results.record import RunRecord, Settings, StackRef, SweepRef, new_id
-from repro.results.redact import redact_tree
 from repro.results.store import Store
 from repro.results.threads import threads_warning
+from repro.secrets import redact_tree
 
 INTERRUPTED = "interrupted (Ctrl-C, or the terminal or a service manager stopped repro)"
 PROBE_AFTER_FAILURE_S = 5.0

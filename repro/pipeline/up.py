@@ -1,21 +1,37 @@
-"""`repro up`: plan -> build (unless built) -> verify -> lock -> ship to every host of an inventory."""
+"""`repro up`: plan -> build (unless built) -> verify -> lock -> ship to every host of an inventory.
+
+`up_stack` is the command's entry: it takes paths (stack, inventory, store) and chains the gate, the plan, the
+Apptainer definition and `up`; `up` takes the loaded values.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from pathlib import Path
 
-from repro.hosts.inventory import Inventory
-from repro.hosts.ship import ShipResult, ship
+from repro.errors import HostError
+from repro.hosts.inventory import Inventory, load_inventory
+from repro.hosts.ship import ShipResult, describe, ship
 from repro.image import verify
-from repro.image.build import BuildOptions, BuildOutcome, BuildPlan, build, plan_build, require_base
+from repro.image.build import (
+    BuildOptions,
+    BuildOutcome,
+    BuildPlan,
+    build,
+    default_ca_bundle,
+    plan_build,
+    require_base,
+)
 from repro.image.engine import EngineSource, engine, image_id
 from repro.image.lock import make_lock
-from repro.manifest import LoadedStack
+from repro.manifest import LoadedStack, load_stack
 from repro.manifest.frameworks import FRAMEWORKS
 from repro.progress import Lines, silent
 from repro.results.provenance import ImageLock
 from repro.results.store import Store
+
+__all__ = ["BuildOptions", "UpDryRun", "UpRequest", "UpResult", "site_options", "up", "up_stack"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,14 @@ class UpResult:
     @property
     def failed_hosts(self) -> tuple[str, ...]:
         return tuple(r.host for r in self.shipping if r.status == "failed")
+
+    def failure(self) -> HostError | None:
+        """The error the command ends with when the image did not reach every host, else None."""
+        failed = self.failed_hosts
+        if not failed:
+            return None
+        return HostError(f"the image did not reach {len(failed)} of {len(self.shipping)} hosts: {', '.join(failed)}",
+                         host=failed[0])
 
     @property
     def framework_titles(self) -> dict[str, str]:
@@ -80,3 +104,73 @@ def up(loaded: LoadedStack, *, store: Store, options: BuildOptions | None = None
     finally:
         client.close()
     return UpResult(plan, outcome, lock, str(path), verified, shipping)
+
+
+@dataclass(frozen=True)
+class UpRequest:
+    """What `repro up` was asked: the stack, where to ship it, the store, the site's build options."""
+
+    stack: str | Path
+    hosts: str | Path | None = None
+    store_root: str | Path | None = None
+    options: BuildOptions = field(default_factory=BuildOptions)
+    pip_cert: bool = True  # no CA bundle given: use $PIP_CERT's
+    apptainer: Path | None = None  # also write the Apptainer definition here
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class UpDryRun:
+    """What `repro up --dry-run` would do: the plan, the shipping, the Apptainer definition written."""
+
+    plan: BuildPlan
+    inventory: Inventory | None
+    apptainer: Path | None
+
+    def describe(self) -> str:
+        """The dry-run text: the plan, then the shipping, then the definition."""
+        text = self.plan.describe() + "\n"
+        if self.inventory is not None:
+            text += "\n" + describe(self.plan.tag, self.inventory.hosts) + "\n"
+        if self.apptainer:
+            text += f"\nwould write the Apptainer definition to {self.apptainer}\n"
+        return text + "\n(dry run: nothing was built, verified, locked or shipped)\n"
+
+
+def site_options(options: BuildOptions, pip_cert: bool = True) -> BuildOptions:
+    """The options with $PIP_CERT's CA bundle when none was given (and `pip_cert`)."""
+    if options.ca_bundle is not None or not pip_cert:
+        return options
+    return replace(options, ca_bundle=default_ca_bundle())
+
+
+def write_apptainer(target: Path, loaded: LoadedStack, plan: BuildPlan) -> Path:
+    """The Apptainer definition at `target`, the build context's files next to it."""
+    from repro.image.render import render_apptainer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for f in plan.files:
+        dest = target.parent / f.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(f.read())
+    target.write_text(render_apptainer(loaded.stack, plan.options))
+    return target
+
+
+def up_stack(request: UpRequest, *, progress: Lines = silent, show: Lines = silent) -> UpResult | UpDryRun:
+    """Gate the stack (its warnings to `show`), plan its image, then build, verify, lock and ship it (or, for a dry
+    run, say what would be done); `progress`: the build's output."""
+    from repro.pipeline.gate import admit
+
+    loaded = load_stack(request.stack)
+    admit(loaded, action="built", show=show)  # compatibility errors stop here: the one gate policy
+    options = site_options(request.options, request.pip_cert)
+    inventory = load_inventory(request.hosts) if request.hosts else None
+    plan = plan_build(loaded, options)  # hashes the whole build context: once per command
+    if request.dry_run:
+        return UpDryRun(plan, inventory, request.apptainer)
+    if request.apptainer:
+        target = write_apptainer(Path(request.apptainer), loaded, plan)
+        show(f"wrote {target} (build it in {target.parent}: apptainer build IMAGE.sif {target.name})")
+    return up(loaded, store=Store(request.store_root), options=options, inventory=inventory, progress=progress,
+              plan=plan)

@@ -374,3 +374,22 @@ def test_tampered_archive_is_refused_and_nothing_is_loaded(archived, member, tmp
     assert proc.returncode == 2, proc.stderr
     assert f"is damaged or was changed: member {member} has sha256" in proc.stderr
     assert "nothing was restored" in proc.stderr and not (tmp_path / "store").exists()
+
+
+def test_up_archive_and_restore_print_their_results_as_json(built, store, archived, tmp_path):
+    """`--format json` (issue 39 item 1): the shapes of docs/design.md, "JSON output of the stack and image
+    commands"; progress goes to stderr, stdout is the document alone."""
+    import json
+
+    again = json.loads(run_repro("up", str(CPU), "--store", str(store.root), "--format", "json").stdout)
+    assert again["tag"] == built.outcome.tag and again["image_id"] == built.outcome.image_id
+    assert again["built"] is False and again["build_seconds"] is None and again["verified"] is False
+    assert again["lock"] == built.lock_path and again["versions"]["horovod"] and again["hosts"] == []
+    wrote = json.loads(run_repro("archive", str(CPU), "-o", str(tmp_path / "a.tar"), "--store", str(store.root),
+                                 "--format", "json").stdout)
+    assert wrote["path"] == str(tmp_path / "a.tar") and wrote["size"] == (tmp_path / "a.tar").stat().st_size
+    assert {"image.tar", "lock.json"} <= set(wrote["members"]) and wrote["image_id"] == built.outcome.image_id
+    restored = json.loads(run_repro("restore", str(archived), "--store", str(tmp_path / "restored"),
+                                    "--format", "json").stdout)
+    assert restored["loaded"] is False and restored["image_id"] == built.outcome.image_id  # the engine held it
+    assert Path(restored["lock"]).is_file() and Path(restored["stack_path"]).is_file()

@@ -252,6 +252,18 @@ def test_check_only_prints_readiness_and_stores_real_facts(site):
     assert gpu[0].message == "no GPU found but the stack is a GPU stack (CUDA 10.0 needs driver >= 410.48)"
 
 
+def test_check_only_json_is_the_document_alone_with_readiness_and_facts(site):
+    """--format json (docs/prepare.md): progress on stderr, stdout one document (issue 39 item 1)."""
+    proc = repro(site, "--check-only", "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["mode"] == "check-only" and data["ok"] is True and data["error"] is None
+    assert [h["host"] for h in data["hosts"]] == ["h1", "h2"] and set(data["facts"]) == {"h1", "h2"}
+    assert {(c["host"], c["check"], c["status"]) for c in data["readiness"]} >= {("h1", "docker", "ok"),
+                                                                                 ("h2", "docker", "ok")}
+    assert "repro prepare (check-only)" in proc.stderr
+
+
 def test_an_unreachable_host_is_named_with_the_reason_and_the_other_completes(trusted):
     site = trusted
     h1, h2 = site.cluster.host("h1"), site.cluster.host("h2")

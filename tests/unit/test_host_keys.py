@@ -17,7 +17,7 @@ from repro.hosts.ansible_scrub import keep_artifacts, scrub, secret_values
 from repro.hosts.inventory import Host, inventory_from_listing, load_inventory
 from repro.hosts.inventory_yaml import listing
 from repro.hosts.ship import describe
-from repro.results.redact import marker
+from repro.secrets import marker
 
 ROOT = Path(__file__).resolve().parents[2]
 UNCHECKED = [

@@ -18,7 +18,7 @@ from repro.launch.runtimes import Outcome, RuntimeReport, plan_point
 from repro.manifest import load_stack
 from repro.manifest.software import from_host_probe, mismatches
 from repro.results.record import StackRef, SweepRef
-from repro.results.redact import marker, redact_argv, redact_env
+from repro.secrets import marker, redact_argv, redact_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = load_stack(ROOT / "stacks" / "cpu-tf215.yaml")

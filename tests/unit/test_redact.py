@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from repro.compare.align import Change
-from repro.results.redact import fingerprint, is_redacted, is_secret_name, marker, redact_argv, redact_text, redact_tree
+from repro.secrets import fingerprint, is_redacted, is_secret_name, marker, redact_argv, redact_text, redact_tree
 
 SECRETS = {
     "url": "https://alice:S3cr3t-pw@pypi.corp.example/simple",

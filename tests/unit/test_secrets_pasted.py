@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from repro.hosts.prepare import parse_extra_vars
-from repro.results.redact import redact_env, redact_text, redact_tree
-from repro.secrets import is_secret_name
+from repro.secrets import is_secret_name, redact_env, redact_text, redact_tree
 
 SECRET = "Zq9-S3cr3t-Vx"
 

@@ -36,8 +36,7 @@ from repro.launch.schedulers.kube_site import KubeSite, kubectl, site_from
 from repro.launch.workloads import program
 from repro.manifest.frameworks import FRAMEWORKS
 from repro.results.record import Settings
-from repro.results.redact import redact_argv, redact_text
-from repro.secrets import is_secret
+from repro.secrets import is_secret, redact_argv, redact_text
 
 POD_INTERFACE = "eth0"  # a pod's network interface (the CNI's veth inside the pod)
 POD_NCCL_DIR = "/tmp"  # every pod has it: NCCL makes no directory

@@ -25,8 +25,7 @@ from repro.launch.plan import LaunchPlan
 from repro.launch.runtimes import JobStep
 from repro.launch.schedulers.slurm_site import SlurmSite
 from repro.results.record import Settings
-from repro.results.redact import redact_argv, redact_text
-from repro.secrets import is_secret
+from repro.secrets import is_secret, redact_argv, redact_text
 
 WIDTH = 100
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -19,7 +19,7 @@ from repro.launch.schedulers.sbatch import BatchPlan
 from repro.launch.schedulers.slurm_client import END_STATES, SlurmClient
 from repro.results.provenance import SlurmJob
 from repro.results.record import BatchJob
-from repro.results.redact import redact_argv, redact_text
+from repro.secrets import redact_argv, redact_text
 
 POLL_S = 2.0
 GRACE_S = 120.0  # Slurm ends a job at its time limit itself (checked every ~30 s); repro waits this much longer

@@ -41,7 +41,7 @@ from repro.results.importers.runs import ParsedRun
 from repro.results.importers.settings import Override, to_settings
 from repro.results.nccl import parse as parse_nccl
 from repro.results.record import Hardware, RunRecord, StackRef, new_id, now_iso
-from repro.results.redact import redact_argv, redact_env, redact_tree
+from repro.secrets import redact_argv, redact_env, redact_tree
 
 # format -> its reader
 READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, torch_ddp.TORCH_DDP: torch_ddp,
