@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from repro.compare import Comparison, Options
 from repro.compare import compare as compare_records
 from repro.errors import InputError
+from repro.pipeline.suggest import suggester
 from repro.results.select import Filters, Selection, select
 from repro.results.store import Store
 
@@ -30,5 +31,5 @@ def compare(old: str, new: str, *, store: Store, filters: Filters, options: Opti
         raise InputError(f"OLD and NEW are the same runs ({a.description}; {len(a.summaries)} runs)",
                          hint="give two different stacks (or selections) to compare")
     result = compare_records(a.records, b.records, options, old_description=a.description,
-                             new_description=b.description, store=store_flag)
+                             new_description=b.description, suggest=suggester(store, store_flag))
     return CompareResult(a, b, result)
