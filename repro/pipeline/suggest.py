@@ -68,10 +68,11 @@ class BenchCommand:
 
 def suggest(old: Sequence[RunRecord], new: Sequence[RunRecord], *, store: Store,
             store_flag: str | None = None) -> tuple[str | None, str]:
-    """(the checked command, '') or (None, why no command is suggested)."""
+    """(the checked command, '') or (None, why the command these runs call for is not suggested); (None, '') where
+    the runs call for none (imported figures, no manifest file, one manifest on both sides)."""
     made = command_for(old, new, store_flag=store_flag)
     if isinstance(made, str):
-        return None, made
+        return None, ""
     problem = check(made, old, new, store)
     return (None, problem) if problem else (shlex.join(made.argv()), "")
 
