@@ -158,3 +158,22 @@ def test_compare_suggests_no_command_that_would_measure_other_points(tmp_path, m
     gone = [r.model_copy(update={"stack": r.stack.model_copy(update={"file": "stacks/no-such.yaml"})}) for r in xla]
     command, why = suggest(plain, gone, store=store)
     assert command is None and "would refuse it" in why
+
+
+def test_the_suggested_command_line_is_the_sweep_that_was_checked(tmp_path, monkeypatch):
+    # the argv and the checked SweepSpec are one value: `repro bench`'s own parser reads the argv back into it
+    from repro.cli import build_parser
+    from repro.cli.bench_cmds import sweep_spec
+    from repro.pipeline.suggest import command_for
+
+    monkeypatch.chdir(ROOT)
+    old = _side("tensorflow", "cnn", TF, scale=1.0, pairs=False, comm=Comm(library="horovod", backend="gloo"))
+    new = _side("pytorch", "torch_cnn", TORCH, scale=0.8, pairs=False, comm=TORCH_GLOO)
+    new = [r.model_copy(update={"settings": r.settings.model_copy(update={"extra": {"dist_backend": "gloo"}})})
+           for r in new]
+    made = command_for(old, new, store_flag=str(tmp_path / "store"))
+    argv = made.argv()
+    assert "--backends" in argv and "--dist-backend" in argv
+    assert sweep_spec(build_parser().parse_args(argv[1:])) == made.spec
+    command, why = suggest(old, new, store=Store(tmp_path / "store"), store_flag=str(tmp_path / "store"))
+    assert (command, why) == (shlex.join(argv), "")
