@@ -186,8 +186,10 @@ def _parsed(values: dict[str, str]) -> dict[str, Any]:
 def _extra(points: Sequence[Sequence[Settings]]) -> dict[str, Any]:
     """Workload-specific settings: one value per key where the sides that set it agree (across frameworks, a
     setting only one side's program takes goes to that side: repro.pipeline.counterparts)."""
-    spec = spec_of(points[0][0].workload)
-    offered = {o.name for o in spec.extra_options}
+    try:
+        offered = {o.name for o in spec_of(points[0][0].workload).extra_options}
+    except KeyError:  # a plug-in workload not registered in this process: its settings cannot be checked
+        return {}
     out: dict[str, Any] = {}
     for name in sorted({k for side in points for p in side for k in p.extra} & offered):
         found = {_text(p.extra[name]) for side in points for p in side if name in p.extra}
