@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from repro.errors import InputError
 from repro.launch.points import SweepSpec
-from repro.launch.workloads import program
+from repro.launch.workloads import Workload, program
 from repro.manifest import LoadedStack
 from repro.manifest.frameworks import FRAMEWORKS
 from repro.results.record import Settings
@@ -39,7 +39,7 @@ def per_stack(spec: SweepSpec, stacks: Sequence[LoadedStack]) -> list[SweepSpec]
     names = [counterpart(spec.workload or one.stack.benchmark.workload, one.stack.framework) or
              (spec.workload or one.stack.benchmark.workload) for one in stacks]  # none: expand() says why
     programs = [_program(name, one) for name, one in zip(names, stacks, strict=True)]
-    horovod = [p is not None and _uses_horovod(p, one) for p, one in zip(programs, stacks, strict=True)]
+    horovod = [p is not None and _uses_horovod(p) for p in programs]
     taken = [{o.name for o in p.spec.extra_options} if p is not None else set() for p in programs]
     anyone = set().union(*taken)
     out = []
@@ -71,7 +71,7 @@ def check_same(stacks: Sequence[LoadedStack], points: Sequence[Sequence[Settings
                      hint="give every stack the same --workload/--model/--batch-size/... flags explicitly")
 
 
-def _program(name: str, loaded: LoadedStack):
+def _program(name: str, loaded: LoadedStack) -> Workload | None:
     try:
         spec = spec_of(name)
     except KeyError:  # a workload no spec describes: expand() names it
@@ -81,7 +81,7 @@ def _program(name: str, loaded: LoadedStack):
     return program(name, loaded.stack.framework)
 
 
-def _uses_horovod(workload, loaded: LoadedStack) -> bool:
+def _uses_horovod(workload: Workload) -> bool:
     """Whether the program's collectives go through Horovod (its controllers are what --backends chooses)."""
     framework = workload.spec.framework
     return framework is not None and FRAMEWORKS.get(framework).comm_library == "horovod"
