@@ -1,5 +1,6 @@
 """Judging the conditions two sides ran under (pure): "conditions differed" instead of a verdict, instability
-warnings, and the interleaved command that would settle the question.
+warnings (the interleaved command that settles the question is repro.pipeline.suggest's: it is checked by planning
+it, which needs the manifests and the inventory).
 
 Two sides measured at different times (not interleaved) compare the stacks *and* whatever else changed on
 the machine in between. Each run's record carries the conditions sampled on its hosts
@@ -23,15 +24,14 @@ or more).
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from repro.results import DEFAULT_REPEATS, metrics, stats, steady
 from repro.results import conditions as cond
-from repro.results.record import RunRecord, Settings
+from repro.results import metrics, stats, steady
+from repro.results.record import RunRecord
 
 UNSTABLE_SD = 0.10  # sd of the log figures of a side's runs (pyperf warns above 10% too)
 MIN_OTHERS_FLOOR = 0.25  # cores of other work: less than a quarter of a core is no difference
@@ -195,63 +195,3 @@ def instability(records: Sequence[RunRecord], side: str, warmup: str = steady.FI
         if (se == 0 or abs(slope) / se > stats.t_quantile(0.975, len(x) - 2)) and abs(drift) > stats.DEFAULT_THRESHOLD:
             out.append(f"{side}: figures drifted by {drift:+.0%} from the first run to the last, in the order they ran")
     return tuple(out)
-
-
-# -- the interleaved command ------------------------------------------------------------------------------------
-
-def _flag_values(points: Sequence[Settings]) -> list[str]:
-    from repro.workloads.catalog import spec_of
-
-    first = points[0]
-    argv = ["--workload", first.workload]
-
-    def values(getter: Callable[[Settings], object]) -> str:
-        seen = list(dict.fromkeys(getter(p) for p in points if getter(p) is not None))
-        return ",".join({True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v) for v in seen)
-
-    for flag, getter in (("--model", lambda p: p.model),
-                         ("--batch-size", lambda p: p.batch_per_worker if p.scaling != "strong" else p.global_batch),
-                         ("--workers", lambda p: p.workers), ("--precision", lambda p: p.precision),
-                         ("--xla", lambda p: p.xla), ("--data-format", lambda p: p.data_format),
-                         ("--threads", lambda p: p.threads), ("--warmup-steps", lambda p: p.warmup_steps),
-                         ("--steps", lambda p: p.steps), ("--backends", lambda p: p.backend)):
-        text = values(getter)
-        if text:
-            argv += [flag, text]
-    if first.scaling == "strong":
-        argv += ["--scaling", "strong"]
-    try:
-        spec = spec_of(first.workload)
-    except KeyError:
-        return argv
-    for option in spec.extra_options:
-        text = values(lambda p, name=option.name: p.extra.get(name))
-        if text and option.bench:
-            argv += [option.flag, text]
-    return argv
-
-
-def interleave_command(old: Sequence[RunRecord], new: Sequence[RunRecord], *, store: str | None = None) -> str | None:
-    """`repro bench --stack OLD --stack NEW ... --until-verdict`: the interleaved sweep of the same points that
-    settles the comparison; None when a side has no manifest file or no measured runs to repeat."""
-    measured = [r for r in (*old, *new) if r.origin == "bench"]
-    files = [next((r.stack.file for r in side if r.stack.file), None) for side in (old, new)]
-    if not measured or None in files or files[0] == files[1]:
-        return None
-    points = list({r.settings.key(): r.settings for r in measured}.values())
-    argv = ["repro", "bench", "--stack", str(files[0]), "--stack", str(files[1])]
-    inventories = {r.sweep.inventory for r in measured if r.sweep is not None and r.sweep.inventory}
-    runtimes = {r.runtime for r in measured}
-    if len(inventories) == 1:
-        argv += ["--hosts", inventories.pop()]
-    elif not all(h.name == "localhost" for r in measured for h in r.hosts):
-        argv += ["--hosts", "INVENTORY"]
-    if len(runtimes) == 1:
-        argv += ["--runtime", runtimes.pop()]
-    repeats = max((r.sweep.repeat + 1 for r in measured if r.sweep is not None), default=DEFAULT_REPEATS)
-    # one point: pairs until the sequential rule decides; several: a fixed number of interleaved repeats
-    more = ["--until-verdict"] if len(points) == 1 else ["--repeats", str(max(DEFAULT_REPEATS, repeats))]
-    argv += [*_flag_values(points), *more]
-    if store:
-        argv += ["--store", store]
-    return shlex.join(argv)

@@ -9,22 +9,25 @@ names a kind. Renderers (render.py, plot.py) only render.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from repro.compare import align as _align
 from repro.compare.align import Alignment, Change, Group, Hardware
-from repro.compare.conditions import interleave_command
 from repro.compare.diff import Changes, changes
 from repro.compare.fabric import fabric_lines
 from repro.compare.kind import KINDS, KindRows, order
 from repro.compare.options import Options
+from repro.compare.programs import implementation_notes
 from repro.compare.reference import ReferenceCheck
 from repro.compare.reference import check as reference_check
 from repro.compare.view import View
 from repro.errors import ResultsError
 from repro.results.record import RunRecord
+
+# the sides' records in; the checked interleaved command, or None and why there is none
+Suggest = Callable[[Sequence[RunRecord], Sequence[RunRecord]], tuple[str | None, str]]
 
 
 @dataclass(frozen=True)
@@ -122,8 +125,9 @@ def check_hardware(old: Hardware, new: Hardware, allow: bool) -> tuple[Change, .
 
 
 def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options | None = None, *,
-            old_description: str = "", new_description: str = "", store: str | None = None) -> Comparison:
-    """Compare two sets of records point by point (see the module docstring)."""
+            old_description: str = "", new_description: str = "", suggest: Suggest | None = None) -> Comparison:
+    """Compare two sets of records point by point (see the module docstring); `suggest` gives the interleaved
+    command for sides that did not run interleaved, checked (repro.pipeline.suggest), or why there is none."""
     options = options or Options()
     if not old or not new:
         raise ResultsError(f"nothing to compare: {'OLD' if not old else 'NEW'} has no runs")
@@ -141,10 +145,14 @@ def compare(old: Sequence[RunRecord], new: Sequence[RunRecord], options: Options
     notes = tuple(n for part in sections.values() for n in part.notes)
     settings_changes = tuple(c for c in alignment.compared if c.path != "hosts" or not hw)
     unpaired = any(KINDS.get(name).unpaired(part) for name, part in sections.items())
-    interleave = interleave_command(old, new, store=store) if unpaired else None
+    interleave, why = suggest(old, new) if unpaired and suggest is not None else (None, "")
+    lead = ("OLD and NEW did not run interleaved, so a change of the machine between them counts as a difference of "
+            "the stacks")
     if interleave:
-        notes = (*notes, "OLD and NEW did not run interleaved, so a change of the machine between them counts as a "
-                 f"difference of the stacks; to compare them on the same machine states run: {interleave}")
+        notes = (*notes, f"{lead}; to compare them on the same machine states run: {interleave}")
+    elif why:
+        notes = (*notes, f"{lead}; no interleaved command is suggested: {why}")
+    notes = (*notes, *implementation_notes(alignment.pairs))
     return Comparison(
         old=old_info, new=new_info, options=options, keys=alignment.keys,
         columns=_align.varying_keys(alignment),

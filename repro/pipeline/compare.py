@@ -16,6 +16,7 @@ from repro.compare import Comparison, Options
 from repro.compare import compare as compare_records
 from repro.errors import InputError, ReproError
 from repro.formats import Document
+from repro.pipeline.suggest import suggester
 from repro.results import stats
 from repro.results.select import Filters, Selection, parse_filters, select
 from repro.results.store import Store
@@ -43,7 +44,7 @@ def compare(old: str, new: str, *, store: Store, filters: Filters, options: Opti
         raise InputError(f"OLD and NEW are the same runs ({a.description}; {len(a.summaries)} runs)",
                          hint="give two different stacks (or selections) to compare")
     result = compare_records(a.records, b.records, options, old_description=a.description,
-                             new_description=b.description, store=store_flag)
+                             new_description=b.description, suggest=suggester(store, store_flag))
     return CompareResult(a, b, result)
 
 

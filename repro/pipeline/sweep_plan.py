@@ -21,6 +21,7 @@ from repro.launch.runtimes import RUNTIMES
 from repro.launch.schedulers import SCHEDULERS, Scheduler, given_options, options_of
 from repro.manifest import LoadedStack
 from repro.manifest.frameworks import FRAMEWORKS, Framework
+from repro.pipeline import counterparts
 from repro.pipeline.gate import admit
 from repro.results import steady
 from repro.results.provenance import HostFacts, ImageLock
@@ -183,10 +184,10 @@ def admitted_sweeps(loaded: LoadedStack | Sequence[LoadedStack], inventory: Inve
         raise InputError(f"{' and '.join(one.file or one.stack.name for one in same)} have the same content (stack "
                          f"hash {same[0].hash}): interleaving a stack with itself measures nothing twice",
                          hint="for an A/A check, make the copies differ harmlessly, e.g. an `env:` entry each")
-    sweeps = [plan_sweep(one, inventory, spec, options, store) for one in stacks]
-    if len({tuple((p.workload, p.workers) for p in sw.points) for sw in sweeps}) > 1:
-        raise InputError("interleaved stacks must sweep the same points (workload and worker counts, in order)",
-                         hint="give every stack the same --workload/--model/--batch-size/... flags explicitly")
+    # across frameworks each stack runs its counterpart of the workload (repro.pipeline.counterparts)
+    sweeps = [plan_sweep(one, inventory, own, options, store)
+              for one, own in zip(stacks, counterparts.per_stack(spec, stacks), strict=True)]
+    counterparts.check_same(stacks, [sw.points for sw in sweeps])
     return stacks, sweeps
 
 

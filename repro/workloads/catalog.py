@@ -60,6 +60,28 @@ def spec_of(workload: str) -> WorkloadSpec:
     return spec
 
 
+def family_of(workload: str) -> str:
+    """The family a workload belongs to (its spec's `family`: torch_cnn is cnn's PyTorch program); its own name
+    for a workload that is no other's alias, or that no spec describes."""
+    spec = _find(workload)
+    return (spec.family or spec.name) if spec else workload
+
+
+def counterpart(workload: str, framework: str | None) -> str | None:
+    """The workload of `workload`'s family that runs on `framework`: itself where it does (or needs no framework),
+    else the family's own program for it (cnn for torch_cnn on TensorFlow), else another member's; None when
+    the family has none for that framework (tf_cnn_benchmarks on PyTorch)."""
+    spec = _find(workload)
+    if spec is None or not spec.frameworks or framework in spec.frameworks:
+        return workload
+    family = family_of(workload)
+    for name in (family, *BUILTIN, *SPECS):
+        other = _find(name)
+        if other is not None and family_of(name) == family and framework in other.frameworks:
+            return name
+    return None
+
+
 def builtin_specs() -> tuple[WorkloadSpec, ...]:
     """The specs of every built-in workload, in BUILTIN's order (imports each program's module)."""
     return tuple(spec_of(name) for name in BUILTIN)

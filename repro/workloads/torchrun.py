@@ -31,6 +31,18 @@ def torchrun_options(nnodes: int, nproc: int, endpoint: str, rdzv_id: str, is_ho
     return out
 
 
+def script_words(command: Sequence[str], *, no_python: bool = True) -> list[str]:
+    """What follows torchrun's own options: `--no-python -- COMMAND` (or, `no_python=False`, `-m -- MODULE ARGS` for
+    a `python -m MODULE ARGS` command). The `--` ends torchrun's options: argparse reads every word that looks like
+    an option before it hands the script its arguments, and a workload flag that is a prefix of torchrun's
+    (torch_allreduce's --num of --numa-binding) made torchrun exit with "ambiguous option"."""
+    if no_python:
+        return ["--no-python", "--", *command]
+    if len(command) < 3 or command[1] != "-m":
+        raise WorkloadError(f"torchrun -m runs `python -m MODULE ...`, not {' '.join(command[:3])} ...")
+    return ["-m", "--", *command[2:]]
+
+
 def batch_options(env: Mapping[str, str], nproc: int, port: int) -> list[str]:
     """torchrun's options from a Slurm job step's environment (pure)."""
     nodes = env.get("SLURM_STEP_NUM_NODES") or env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES")
@@ -60,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("--port", type=int, default=RDZV_PORT)
         opts = parser.parse_args(words[:split])
         full = [sys.executable, "-m", "torch.distributed.run",
-                *batch_options(os.environ, opts.nproc_per_node, opts.port), "--no-python", *words[split + 1:]]
+                *batch_options(os.environ, opts.nproc_per_node, opts.port), *script_words(words[split + 1:])]
         sys.stderr.write(f"repro.workloads.torchrun: {' '.join(full[1:8])} ...\n")
         sys.stderr.flush()
         os.execv(sys.executable, full)

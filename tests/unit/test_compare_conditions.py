@@ -9,15 +9,20 @@ so (other work about 0.5 and 1.7 cores).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from repro.compare import Options, compare
-from repro.compare.conditions import instability, interleave_command, judge
+from repro.compare.conditions import instability, judge
 from repro.compare.render import render
+from repro.pipeline.suggest import suggest, suggester
 from repro.results import conditions as cond
 from repro.results import stats
+from repro.results.store import Store
 from tests.unit import real_steps
 
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = real_steps.runs(workers=1)
 CALM = [r for r in RUNS if r["invocation"] <= 4]
 BUSY = [r for r in RUNS if r["invocation"] >= 5]
@@ -132,15 +137,18 @@ def test_instability_warnings_for_spread_and_drift_in_run_order():
     assert instability(records(CALM[:1], "a", rng, others=0.4, load=3.0), "OLD") == ()
 
 
-def test_compare_of_unpaired_sides_prints_the_exact_interleaved_command():
+def test_compare_of_unpaired_sides_prints_the_exact_interleaved_command(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the records name their manifests as bench was given them: relative to the checkout
     rng = np.random.default_rng(8)
     old = records(CALM[:3], "a", rng, others=0.5, load=3.0, file="stacks/cpu-tf215.yaml")
     new = records(BUSY[:3], "b", rng, others=1.7, load=16.0, file="stacks/cpu-tf212.yaml")
     command = ("repro bench --stack stacks/cpu-tf215.yaml --stack stacks/cpu-tf212.yaml --runtime host "
                "--workload cnn --model resnet20 --batch-size 8 --workers 1 --until-verdict")
-    assert interleave_command(old, new) == command
-    assert interleave_command(old, new, store="/tmp/s").endswith("--until-verdict --store /tmp/s")
-    text = render(compare(old, new, Options()), "table")
+    store = Store(tmp_path / "store")
+    assert suggest(old, new, store=store) == (command, "")
+    assert suggest(old, new, store=store, store_flag="/tmp/s")[0].endswith("--until-verdict --store /tmp/s")
+    text = render(compare(old, new, Options(), suggest=suggester(store, None)), "table")
     assert "conditions differed" in text and command in text.replace("\n  ", " ")
     paired = records(CALM[:3], "a", rng, others=0.5, load=3.0, pairs=True)
-    assert compare(paired, records(CALM[:3], "b", rng, others=0.5, load=3.0, pairs=True)).interleave is None
+    assert compare(paired, records(CALM[:3], "b", rng, others=0.5, load=3.0, pairs=True),
+                   suggest=suggester(store, None)).interleave is None

@@ -112,7 +112,7 @@ def test_torchrun_on_one_host_is_a_standalone_c10d_rendezvous_running_the_comman
                                           forwarded=())
     assert argv[:3] == ["python3", "-m", "torch.distributed.run"]
     assert "--standalone" in argv and "--nproc-per-node=2" in argv and "--nnodes=1" in argv
-    assert argv[argv.index("--no-python") + 1:] == COMMAND
+    assert argv[argv.index("--no-python") + 1:] == ["--", *COMMAND]  # `--`: torchrun reads none of its flags
 
 
 def test_torchrun_on_several_hosts_starts_one_agent_per_host_through_mpirun_with_checked_host_keys():
@@ -126,7 +126,7 @@ def test_torchrun_on_several_hosts_starts_one_agent_per_host_through_mpirun_with
     assert "--rdzv-backend=c10d --rdzv-endpoint=10.9.0.1:29400" in first and "is_host=true" in first
     assert "-np 1 -H 10.9.0.2:1" in second and "--nproc-per-node=1" in second and "is_host=false" in second
     assert "--rdzv-endpoint=10.9.0.1:29400" in second
-    assert second.endswith("--no-python " + " ".join(COMMAND))
+    assert second.endswith("--no-python -- " + " ".join(COMMAND))
     assert argv[argv.index("NCCL_DEBUG") - 1] == "-x"
 
 

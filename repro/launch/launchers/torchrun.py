@@ -10,7 +10,8 @@ at a c10d rendezvous (--nnodes, --nproc-per-node, --rdzv-backend=c10d, --rdzv-en
   reads the job's nodes and the first node's address from Slurm's environment and becomes torchrun.
 
 The workload's command must be `python -m MODULE ...` (after whatever the runtime puts in front of it): torchrun
-runs it with --no-python, so its workers run exactly that command.
+runs it with `--no-python --` (repro.workloads.torchrun.script_words), so its workers run exactly that command and
+torchrun reads none of the workload's flags as its own.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from repro.errors import InputError
 from repro.launch.launchers import LAUNCHERS, Allocation, Launcher, SshOptions
 from repro.launch.launchers.mpirun import _common, _exports, rsh_args
 from repro.launch.placement import Placement
-from repro.workloads.torchrun import RDZV_PORT, torchrun_options
+from repro.workloads.torchrun import RDZV_PORT, script_words, torchrun_options
 
 
 def python_at(command: list[str]) -> int:
@@ -44,7 +45,7 @@ class Torchrun(Launcher):
         python, prefix = command[at], command[:at]
         if len(placement) == 1:
             return [*prefix, python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-                    f"--nproc-per-node={placement[0].ranks}", "--no-python", *command[at:]]
+                    f"--nproc-per-node={placement[0].ranks}", *script_words(command[at:])]
         endpoint = f"{placement[0].host.address}:{RDZV_PORT}"
         local = all(p.host.local for p in placement)
         argv = ["mpirun", "--allow-run-as-root", *_common(interface)]
@@ -54,7 +55,7 @@ class Torchrun(Launcher):
         for index, p in enumerate(placement):
             options = torchrun_options(len(placement), p.ranks, endpoint, "repro", index == 0)
             argv += [*([":"] if index else []), "-np", "1", "-H", f"{p.host.address}:1",
-                     *prefix, python, "-m", "torch.distributed.run", *options, "--no-python", *command[at:]]
+                     *prefix, python, "-m", "torch.distributed.run", *options, *script_words(command[at:])]
         return argv
 
     def batch_argv(self, allocation: Allocation, command: list[str], env_names: list[str], *,

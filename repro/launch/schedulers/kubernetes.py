@@ -37,6 +37,7 @@ from repro.launch.workloads import program
 from repro.manifest.frameworks import FRAMEWORKS
 from repro.results.record import Settings
 from repro.secrets import is_secret, redact_argv, redact_text
+from repro.workloads.torchrun import script_words
 
 POD_INTERFACE = "eth0"  # a pod's network interface (the CNI's veth inside the pod)
 POD_NCCL_DIR = "/tmp"  # every pod has it: NCCL makes no directory
@@ -135,7 +136,7 @@ class Kubernetes(Scheduler):
             argv = LAUNCHERS.get("mpirun").batch_argv(shape, command, list(env), interface=POD_INTERFACE)
             argv = [argv[0], "--mca", "plm_rsh_args", kube_render.RSH_ARGS, *argv[1:]]
         else:
-            argv = ["torchrun", *command[1:]]  # python3 -m module ... -> torchrun -m module ... (PET_* env)
+            argv = ["torchrun", *script_words(command, no_python=False)]  # torchrun -m -- module ... (PET_* env)
         registry = self.site.registry
         gpus = self.site.gpus_per_pod if self.site.gpus_per_pod is not None else (procs if ctx.gpu else 0)
         return KubeJob(

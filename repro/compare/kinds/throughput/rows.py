@@ -173,7 +173,7 @@ def throughput_rows(pairs: Sequence[Pair], old: Sequence[RunRecord], new: Sequen
             said = "; ".join(judged.differed)
             ratio = replace(ratio, verdict=stats.CONDITIONS, note="; ".join(x for x in (
                 f"not interleaved, and the conditions differed ({said}): the ratio mixes the stacks with the "
-                "machine's change; re-run them interleaved (the command is below)", ratio.note) if x))
+                "machine's change; re-run them interleaved (repro bench --stack OLD --stack NEW)", ratio.note) if x))
         rows.append(ThroughputRow(pair.key, pair.old.settings, _side(a, old_eff), _side(b, new_eff), ratio,
                                   (*notes, *judged.warnings)))
     return tuple(rows)
