@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p.add_argument("--format", choices=FORMATS.names(), default="table",
                    help="output format: table (the manifest, unless --output), markdown, csv or json (the name, "
-                   "hash, manifest and findings; docs/capture.md)")
+                   "hash, manifest and findings; docs/design.md)")
     p.set_defaults(handler=cmd_capture)
 
 

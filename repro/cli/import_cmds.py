@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 
 from repro.cli.results_cmds import _store_option
+from repro.formats import FORMATS
 from repro.inputs import path_argument
-
-OUTPUT_FORMATS = ("table", "markdown", "csv", "json")  # repro.formats' built-ins: --format NAME is the output's
 
 
 class _FormatOrLogFormat(argparse.Action):
-    """--format: an output format (table, markdown, csv, json); any other name is the log format, as --format
-    meant before --log-format existed (deprecated spelling, kept working)."""
+    """--format: a registered output format (table, markdown, csv, json); any other name is the log format, as
+    --format meant before --log-format existed (the deprecated spelling, kept working)."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        setattr(namespace, "format" if values in OUTPUT_FORMATS else "log_format", values)
+        setattr(namespace, "format" if values in FORMATS.names() else "log_format", values)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "horovod_synthetic, mlperf, torch_ddp_benchmark, nccl_tests, megatron, torchtitan, ...; an "
                      "unknown name lists them)")
     imp.add_argument("--format", action=_FormatOrLogFormat, default="table", metavar="FORMAT",
-                     help=f"output format: {', '.join(OUTPUT_FORMATS)} (default table; json: see docs/baselines); "
+                     help=f"output format: {', '.join(FORMATS.names())} (default table; json: docs/baselines); "
                      "any other name is a log format, as --log-format (the old spelling, deprecated)")
     imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="[PATTERN][#RUN]:NAME=VALUE",
                      help="a setting the logs do not show, for the files matching PATTERN (repeatable)")
