@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from repro.inputs import path_argument
+
+if TYPE_CHECKING:  # the pipeline's result type, for annotations only
+    from repro.pipeline.capture import CaptureResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +57,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     return 2 if counts["error"] else 0
 
 
-def _data(result) -> dict:
+def _data(result: CaptureResult) -> dict:
     """`repro capture --format json`: the stack's name and hash, where it went, the manifest and the findings."""
     return {"name": result.name, "hash": result.hash, "output": None if result.output is None else str(result.output),
             "manifest": result.text, "counts": result.counts(), "findings": [f.as_dict() for f in result.findings]}

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from repro.cli.results_cmds import _store_option
 from repro.formats import FORMATS
 from repro.inputs import path_argument
+
+if TYPE_CHECKING:  # the pipeline's types, for annotations only
+    from repro.formats import Document
+    from repro.pipeline.importing import Imported, ImportedFile, ImportRequest
 
 
 class _FormatOrLogFormat(argparse.Action):
@@ -61,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.set_defaults(handler=cmd_import)
 
 
-def _request(args: argparse.Namespace):
+def _request(args: argparse.Namespace) -> ImportRequest:
     from repro.pipeline.importing import ImportRequest
 
     return ImportRequest(stack=args.stack, files=tuple(args.files), table=args.table, store=args.store,
@@ -85,7 +90,7 @@ def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
-def _headline(result) -> str:
+def _headline(result: Imported) -> str:
     """The first line: how many runs from how many files went into which store and stack."""
     where = f"into {result.root} as stack {result.stack.name} (hash {result.stack.hash})"
     runs = result.runs
@@ -98,7 +103,7 @@ def _headline(result) -> str:
             + (f"; {skipped} skipped" if skipped else "") + (f"; {bad} failed" if bad else ""))
 
 
-def _file_lines(f) -> list[str]:
+def _file_lines(f: ImportedFile) -> list[str]:
     """One file's lines: its runs, warnings and runs not imported; or why it was skipped or failed."""
     if f.status == "skipped":
         return [f"  {f.file}: skipped: {f.message}"]
@@ -111,7 +116,7 @@ def _file_lines(f) -> list[str]:
             *(f"    warning: {w}" for w in f.warnings), *(f"    NOT IMPORTED: {u}" for u in f.unsettled)]
 
 
-def _text(result) -> tuple[str, ...]:
+def _text(result: Imported) -> tuple[str, ...]:
     """What a terminal shows: the headline and each file's lines (a table already imported: one line)."""
     if result.table:
         table = result.files[0]
@@ -122,7 +127,7 @@ def _text(result) -> tuple[str, ...]:
 RUN_FIELDS = ("file", "run", "id", "lines", "workload", "model", "workers", "status", "figure", "unit")
 
 
-def _document(result, fmt: str):
+def _document(result: Imported, fmt: str) -> Document:
     """The import's result: its text on a terminal; a table of the runs stored, and the files' fates in json."""
     from dataclasses import asdict
 
@@ -138,7 +143,7 @@ def _document(result, fmt: str):
     return Document((Text((_headline(result),)), table), data=_data(result, rows))
 
 
-def _data(result, rows: tuple[dict, ...]) -> dict:
+def _data(result: Imported, rows: tuple[dict, ...]) -> dict:
     """`repro import --format json`: the store, the stack, the runs stored and what became of each file."""
     return {"store": str(result.root), "stack": result.stack.name, "stack_hash": result.stack.hash,
             "source": "table" if result.table else "logs", "runs": list(rows),

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from repro.cli.compare_cmds import SELECTORS_HELP, add_filter_options, add_format_option, add_window_options
 from repro.inputs import finite_number, path_argument
+
+if TYPE_CHECKING:  # the pipeline's result types, for annotations only
+    from repro.pipeline.runs import Filters, Listing, Removal
 
 
 def _store_option(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
@@ -103,7 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr.set_defaults(handler=cmd_prune)
 
 
-def _filters(args: argparse.Namespace):
+def _filters(args: argparse.Namespace) -> Filters:
     """--model --batch --precision --workers --hosts as the selection's filters."""
     from repro.pipeline.runs import parse_filters
 
@@ -112,7 +116,7 @@ def _filters(args: argparse.Namespace):
                          hosts=getattr(args, "hosts", []))
 
 
-def _row(s, listing) -> dict:
+def _row(s, listing: Listing) -> dict:
     """One run as `repro results --json` lists it (from the index's summary, no record parsed)."""
     row = {"id": s.id, "created": s.created, "stack": s.stack, "stack_hash": s.stack_hash, "origin": s.origin,
            "workload": s.workload, "model": s.model, "batch": s.batch_per_worker, "workers": s.workers,
@@ -123,7 +127,7 @@ def _row(s, listing) -> dict:
     return row
 
 
-def _cells(s, listing) -> tuple[str, ...]:
+def _cells(s, listing: Listing) -> tuple[str, ...]:
     """One run's row of the `repro results` table."""
     value, unit = listing.figure(s)
     shown = "-" if value is None else f"{value:,.2f}" + (f" {unit}" if listing.figures else "")
@@ -144,7 +148,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     return 0
 
 
-def _listing(listing, fmt: str) -> str:
+def _listing(listing: Listing, fmt: str) -> str:
     """The `repro results` listing in a registered format (json and csv: the rows' raw values)."""
     from repro.formats import Column, Document, Table, Text, render
 
@@ -188,7 +192,7 @@ def cmd_scaling(args: argparse.Namespace) -> int:
 REMOVED = ("action", "id", "stack", "workload", "model", "workers", "status", "created", "file")
 
 
-def _removed_rows(removal) -> tuple[dict, ...]:
+def _removed_rows(removal: Removal) -> tuple[dict, ...]:
     """`repro results rm|prune --format json`: one row per run or unreadable file removed (or that would be)."""
     what = "would remove" if removal.dry_run else "removed"
     runs = [{"action": what, "id": s.id, "stack": s.stack, "workload": s.workload, "model": s.model,
@@ -197,7 +201,7 @@ def _removed_rows(removal) -> tuple[dict, ...]:
                       "status": f"unreadable ({b.reason})", "created": None, "file": b.path} for b in removal.files))
 
 
-def _removal_lines(removal) -> tuple[str, ...]:
+def _removal_lines(removal: Removal) -> tuple[str, ...]:
     """What a terminal shows of the runs and files removed."""
     what = "would remove" if removal.dry_run else "removed"
     return (*(f"{what} {s.id}  {s.stack}  {s.workload} {s.model or '-'} workers={s.workers}  {s.status}  "
@@ -205,14 +209,14 @@ def _removal_lines(removal) -> tuple[str, ...]:
             *(f"{what} {removal.runs_dir / b.path}  ({b.reason})" for b in removal.files))
 
 
-def _removal_total(removal) -> str:
+def _removal_total(removal: Removal) -> str:
     what = "would remove" if removal.dry_run else "removed"
     counts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((len(removal.runs), "run"),
                                                                      (len(removal.files), "unreadable file")) if n]
     return f"{what} {' and '.join(counts)} from {removal.root}" if counts else f"nothing to remove in {removal.root}"
 
 
-def _render_removal(removal, fmt: str) -> int:
+def _render_removal(removal: Removal, fmt: str) -> int:
     """The runs removed: lines and the total on a terminal; a table of them (the total on stderr) otherwise."""
     import sys
 
