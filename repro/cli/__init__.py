@@ -188,8 +188,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit status."""
     import signal
 
-    from repro.errors import ReproError
+    args = _parse(argv)
+    # A closed terminal or a service manager stopping repro must clean up like Ctrl-C does: workers run
+    # in their own sessions (so a stray signal cannot half-kill a point) and are stopped by repro.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+    return _run(args.handler, args)
 
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments, parsed (argparse exits 2 on bad ones); shell completion answered where it asks."""
     completing = "_ARGCOMPLETE" in os.environ
     parser = build_parser(lazy=not completing)  # completion walks every command's arguments
     if completing:
@@ -202,11 +210,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # the subcommand's own usage, not the top level's, says what it takes
         _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
-    # A closed terminal or a service manager stopping repro must clean up like Ctrl-C does: workers run
-    # in their own sessions (so a stray signal cannot half-kill a point) and are stopped by repro.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
-    handler: Callable[[argparse.Namespace], int | None] = args.handler
+    return args
+
+
+def _run(handler: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    """Run a command's handler; its errors become exit statuses and one-line messages."""
+    from repro.errors import ReproError
+
     try:
         from repro.resources import check_config
 
@@ -223,13 +233,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except OSError as exc:
-        if exc.filename is None or exc.errno not in _PATH_ERRNOS:
-            return _internal(exc)
-        # a path the user gave that the system refuses (a name too long, no permission): a one-line input error
-        _stderr(f"error: {ascii(os.fsdecode(exc.filename))[1:-1][:200]}: {exc.strerror or exc}")
-        return 2
+        return _os_error(exc)
     except Exception as exc:  # a defect of repro's: one line for the user, the traceback on request
         return _internal(exc)
+
+
+def _os_error(exc: OSError) -> int:
+    """A path the user gave that the system refuses (a name too long, no permission): a one-line input error."""
+    if exc.filename is None or exc.errno not in _PATH_ERRNOS:
+        return _internal(exc)
+    _stderr(f"error: {ascii(os.fsdecode(exc.filename))[1:-1][:200]}: {exc.strerror or exc}")
+    return 2
 
 
 def _internal(exc: Exception) -> int:

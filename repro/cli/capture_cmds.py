@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from repro.inputs import path_argument
+
+if TYPE_CHECKING:  # the pipeline's result type, for annotations only
+    from repro.pipeline.capture import CaptureResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the interpreter whose packages to capture (default: the one running repro)")
     p.add_argument("--image", metavar="TAG", help="capture a Docker image's software instead of this host's")
     p.add_argument("--docker-host", metavar="URL", help="the Docker engine holding --image")
-    p.add_argument("--framework", choices=("tensorflow", "pytorch"),
+    from repro.pipeline.choices import capture_frameworks
+
+    p.add_argument("--framework", choices=capture_frameworks(),
                    help="the framework of the stack when both are installed")
     p.add_argument("--os", metavar="DISTRO:VERSION", help="the image's OS when this host's is not one repro "
                    "builds (e.g. ubuntu:24.04)")
@@ -26,28 +32,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", type=path_argument, metavar="FILE",
                    help="write the manifest to FILE (default: print it)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    from repro.formats import FORMATS
+
+    p.add_argument("--format", choices=FORMATS.names(), default="table",
+                   help="output format: table (the manifest, unless --output), markdown, csv or json (the name, "
+                   "hash, manifest and findings; docs/design.md)")
     p.set_defaults(handler=cmd_capture)
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from repro.errors import InputError
+    from repro.cli.output import tree_text, write
     from repro.pipeline.capture import capture_here
 
-    out = Path(args.output) if args.output else None
-    if out is not None and out.exists() and not args.force:
-        raise InputError(f"{out} exists", hint="choose another --output, or --force to overwrite it")
-    name = args.name
     result = capture_here(python=args.python, image=args.image, docker_host=args.docker_host,
-                          framework=args.framework, os=args.os, name=name, output=out)
-    if out is None:
-        print(result.text, end="")
-    counts = {s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "note")}
+                          framework=args.framework, os=args.os, name=args.name, output=args.output, force=args.force)
+    # on a terminal the manifest itself, unless it went to --output
+    write(tree_text(_data(result), args.format, terminal=result.text if result.output is None else ""))
+    counts = result.counts()
     for f in result.findings:
         if f.severity != "note":
             print(f.render(), file=sys.stderr)
-    where = out or "stdout"
-    print(f"captured stack {result.name} (hash {result.hash}) to {where}: {counts['error']} errors, "
-          f"{counts['warning']} warnings, {counts['note']} notes", file=sys.stderr)
+    print(f"captured stack {result.name} (hash {result.hash}) to {result.output or 'stdout'}: {counts['error']} "
+          f"errors, {counts['warning']} warnings, {counts['note']} notes", file=sys.stderr)
     return 2 if counts["error"] else 0
+
+
+def _data(result: CaptureResult) -> dict:
+    """`repro capture --format json`: the stack's name and hash, where it went, the manifest and the findings."""
+    return {"name": result.name, "hash": result.hash, "output": None if result.output is None else str(result.output),
+            "manifest": result.text, "counts": result.counts(), "findings": [f.as_dict() for f in result.findings]}

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from repro.cli.results_cmds import _ips, _store_option
+from repro.cli.results_cmds import _store_option
+from repro.formats import FORMATS
 from repro.inputs import path_argument
 
+if TYPE_CHECKING:  # the pipeline's types, for annotations only
+    from repro.formats import Document
+    from repro.pipeline.importing import Imported, ImportedFile, ImportRequest
 
-def _unit(record) -> str:
-    """What a run's figure counts: images, or the tokens or samples an imported training log states."""
-    items = record.metrics.get("items")
-    return f"{items}/sec" if items in ("tokens", "samples") else "images/sec"
+
+class _FormatOrLogFormat(argparse.Action):
+    """--format: a registered output format (table, markdown, csv, json); any other name is the log format, as
+    --format meant before --log-format existed (the deprecated spelling, kept working)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, "format" if values in FORMATS.names() else "log_format", values)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,11 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     _store_option(imp)
     # the readers' names are checked when the logs are read (an unknown one gets the list): importing the readers
     # here would load the record model on every command's start
-    imp.add_argument("--log-format", "--format", dest="log_format", default="auto", metavar="LOG_FORMAT",
+    imp.add_argument("--log-format", dest="log_format", default="auto", metavar="LOG_FORMAT",
                      help="log format: auto (default: detected, per run) or a reader's name (tf_cnn_benchmarks, "
                      "horovod_synthetic, mlperf, torch_ddp_benchmark, nccl_tests, megatron, torchtitan, ...; an "
-                     "unknown name lists them); --format is its old spelling, deprecated: every other command's "
-                     "--format is the output's")
+                     "unknown name lists them)")
+    imp.add_argument("--format", action=_FormatOrLogFormat, default="table", metavar="FORMAT",
+                     help=f"output format: {', '.join(FORMATS.names())} (default table; json: docs/baselines); "
+                     "any other name is a log format, as --log-format (the old spelling, deprecated)")
     imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="[PATTERN][#RUN]:NAME=VALUE",
                      help="a setting the logs do not show, for the files matching PATTERN (repeatable)")
     imp.add_argument("--hosts", type=int, metavar="N", help="same as --set hosts=N (every file)")
@@ -57,93 +67,86 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.set_defaults(handler=cmd_import)
 
 
-def _import_overrides(args: argparse.Namespace) -> tuple:
-    from repro.errors import InputError
-    from repro.results.importers import parse_overrides
+def _request(args: argparse.Namespace) -> ImportRequest:
+    from repro.pipeline.importing import ImportRequest
 
-    if args.hosts is not None and args.hosts < 1:
-        raise InputError(f"--hosts: expected a positive number, found {args.hosts}")
-    given = list(args.overrides)
-    given += [f"hosts={args.hosts}"] if args.hosts is not None else []
-    given += [f"precision={args.precision}"] if args.precision else []
-    given += ["xla=true"] if args.xla else []
-    return parse_overrides(given)
-
-
-def _print_result(result) -> None:
-    if result.status == "imported":
-        print(f"  {result.file}: {len(result.records)} run{'s' if len(result.records) != 1 else ''}")
-        for record in result.records:
-            s = record.settings
-            source = record.metrics.get("source", {})
-            number = source.get("run", 0) + 1 if isinstance(source.get("run"), int) else "?"
-            print(f"    #{number} {record.id}  lines {source.get('lines', '?')}  {s.workload} {s.model or '-'} "
-                  f"workers={s.workers} {record.status} {_unit(record)}={_ips(record)}")
-        for warning in result.warnings:
-            print(f"    warning: {warning}")
-        for run in result.unsettled:
-            print(f"    NOT IMPORTED: {run}")
-    elif result.status == "skipped":
-        print(f"  {result.file}: skipped: {result.message}")
-    else:
-        print(f"  {result.file}: FAILED (see below)")
+    return ImportRequest(stack=args.stack, files=tuple(args.files), table=args.table, store=args.store,
+                         overrides=tuple(args.overrides), hosts=args.hosts, precision=args.precision,
+                         xla=bool(args.xla), log_format=args.log_format)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from repro.errors import InputError
-    from repro.inputs import expand_directories
-    from repro.results.importers import import_files, import_stack, known_sources, source_key, unmatched
-    from repro.results.store import Store
+    from repro.cli.output import write
+    from repro.formats import render
+    from repro.pipeline.importing import import_runs
 
-    args.files = expand_directories(args.files)
-    if bool(args.table) == bool(args.files):
-        raise InputError("give log FILEs or --table CSV (one of the two)")
-    overrides = _import_overrides(args)
-    if args.table and overrides:
-        raise InputError("--set, --hosts, --precision and --xla are for logs; a table states settings in its columns")
-    stray = unmatched(overrides, args.files)
-    if stray:
-        raise InputError(f"--set {stray[0].given!r}: the pattern matches none of the files given")
-    stack = import_stack(args.stack)
-    store = Store(args.store)
-    if args.table:
-        from repro.results.published import import_table
-
-        records = import_table(args.table, stack)
-        known = known_sources(store.records())
-        again = next((known[key] for r in records[:1] if (key := source_key(r)) and key in known), None)
-        if again:
-            print(f"{args.table}: skipped: already imported into stack {stack.name} (same content as records "
-                  f"{', '.join(again[:3])}{'...' if len(again) > 3 else ''})")
-            return 0
-        for record in records:
-            store.put(record)
-        failed = sum(1 for r in records if r.status != "ok")
-        print(f"imported {len(records)} row{'s' if len(records) != 1 else ''} into {store.root} as stack "
-              f"{stack.name} (hash {stack.hash})"
-              + (f"; {failed} without a figure (stored as failed)" if failed else ""))
-        return 0
-    results = import_files(args.files, stack, overrides, known_sources(store.records()), args.log_format)
-    imported = [r for res in results for r in res.records]
-    for record in imported:  # every good file's runs, whatever the bad ones
-        store.put(record)
-    bad = [res for res in results if res.status == "failed"]
-    skipped = sum(1 for res in results if res.status == "skipped")
-    print(f"imported {len(imported)} run{'s' if len(imported) != 1 else ''} from "
-          f"{len(results) - len(bad) - skipped} file{'s' if len(results) - len(bad) - skipped != 1 else ''} into "
-          f"{store.root} as stack {stack.name} (hash {stack.hash})"
-          + (f"; {skipped} skipped" if skipped else "") + (f"; {len(bad)} failed" if bad else ""))
-    for res in results:
-        _print_result(res)
-    if bad:
-        diagnostics = [d for res in bad for d in (res.error.diagnostics if res.error else [])]
-        plain = [res.error.message for res in bad if res.error and not res.error.diagnostics]
-        raise InputError(f"{len(bad)} of {len(results)} file{'s' if len(results) != 1 else ''} could not be "
-                         f"imported: {', '.join(res.file for res in bad)}" + ("; " + "; ".join(plain) if plain else ""),
-                         diagnostics)
-    unsettled = [res for res in results if res.unsettled]
-    if unsettled:  # the good runs are stored; the ones that lack a setting are not, and the command says so
-        raise InputError(f"{sum(len(res.unsettled) for res in unsettled)} run(s) not imported until --set gives "
-                         f"what the log does not show: " + "; ".join(u for res in unsettled for u in res.unsettled),
-                         hint="e.g. --set 'FILE#N:workers=8' for run N of FILE; the runs imported stay stored")
+    result = import_runs(_request(args))
+    write(render(_document(result, args.format), args.format))
+    if result.problem is not None:  # the good files' runs are stored; the bad ones are named, exit 2
+        raise result.problem
     return 0
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def _headline(result: Imported) -> str:
+    """The first line: how many runs from how many files went into which store and stack."""
+    where = f"into {result.root} as stack {result.stack.name} (hash {result.stack.hash})"
+    runs = result.runs
+    if result.table:
+        failed = sum(1 for r in runs if r.status != "ok")
+        return (f"imported {_plural(len(runs), 'row')} {where}"
+                + (f"; {failed} without a figure (stored as failed)" if failed else ""))
+    skipped, bad = result.count("skipped"), result.count("failed")
+    return (f"imported {_plural(len(runs), 'run')} from {_plural(result.count('imported'), 'file')} {where}"
+            + (f"; {skipped} skipped" if skipped else "") + (f"; {bad} failed" if bad else ""))
+
+
+def _file_lines(f: ImportedFile) -> list[str]:
+    """One file's lines: its runs, warnings and runs not imported; or why it was skipped or failed."""
+    if f.status == "skipped":
+        return [f"  {f.file}: skipped: {f.message}"]
+    if f.status != "imported":
+        return [f"  {f.file}: FAILED (see below)"]
+    return [f"  {f.file}: {_plural(len(f.runs), 'run')}",
+            *(f"    #{r.number or '?'} {r.id}  lines {r.lines or '?'}  {r.workload} {r.model or '-'} "
+              f"workers={r.workers} {r.status} {r.unit}={'-' if r.figure is None else f'{r.figure:,.2f}'}"
+              for r in f.runs),
+            *(f"    warning: {w}" for w in f.warnings), *(f"    NOT IMPORTED: {u}" for u in f.unsettled)]
+
+
+def _text(result: Imported) -> tuple[str, ...]:
+    """What a terminal shows: the headline and each file's lines (a table already imported: one line)."""
+    if result.table:
+        table = result.files[0]
+        return (f"{table.file}: skipped: {table.message}",) if table.status == "skipped" else (_headline(result),)
+    return (_headline(result), *(line for f in result.files for line in _file_lines(f)))
+
+
+RUN_FIELDS = ("file", "run", "id", "lines", "workload", "model", "workers", "status", "figure", "unit")
+
+
+def _document(result: Imported, fmt: str) -> Document:
+    """The import's result: its text on a terminal; a table of the runs stored, and the files' fates in json."""
+    from dataclasses import asdict
+
+    from repro.formats import Column, Document, Table, Text
+
+    if fmt == "table":
+        return Document((Text(_text(result)),))
+    rows = tuple({"file": f.file, "run": r.number, **{k: v for k, v in asdict(r).items() if k != "number"}}
+                 for f in result.files for r in f.runs)
+    cells = tuple(tuple("-" if row[k] is None else str(row[k]) for k in RUN_FIELDS) for row in rows)
+    table = Table(tuple(Column(k, numeric=k in ("run", "workers", "figure")) for k in RUN_FIELDS), cells, rows,
+                  name="runs")
+    return Document((Text((_headline(result),)), table), data=_data(result, rows))
+
+
+def _data(result: Imported, rows: tuple[dict, ...]) -> dict:
+    """`repro import --format json`: the store, the stack, the runs stored and what became of each file."""
+    return {"store": str(result.root), "stack": result.stack.name, "stack_hash": result.stack.hash,
+            "source": "table" if result.table else "logs", "runs": list(rows),
+            "files": [{"file": f.file, "status": f.status, "message": f.message, "warnings": list(f.warnings),
+                       "not_imported": list(f.unsettled)} for f in result.files]}

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from repro.cli.compare_cmds import (
-    SELECTORS_HELP,
-    add_filter_options,
-    add_format_option,
-    add_window_options,
-    filters_from,
-    reading_store,
-)
+from repro.cli.compare_cmds import SELECTORS_HELP, add_filter_options, add_format_option, add_window_options
 from repro.inputs import finite_number, path_argument
+
+if TYPE_CHECKING:  # the pipeline's result types, for annotations only
+    from repro.pipeline.runs import Filters, Listing, Removal
 
 
 def _store_option(p: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
@@ -70,9 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     type=path_argument, help="the same as a SELECTOR (as `repro results --stack S`; repeatable)")
     add_filter_options(sc, subcommand=True)
     add_format_option(sc, subcommand=True)
-    from repro.compare.kind import KINDS
+    from repro.pipeline.choices import result_kinds
 
-    sc.add_argument("--kind", choices=KINDS.names(), default=None,
+    sc.add_argument("--kind", choices=result_kinds(), default=None,
                     help="only this kind of result (default: `table` every kind among the selected runs; `scaling` "
                     "the throughput runs, or every kind where the selection holds none)")
     sc.add_argument("--plot", metavar="FILE", type=path_argument,
@@ -110,239 +107,143 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr.set_defaults(handler=cmd_prune)
 
 
-def _ips(record) -> str:
-    from repro.results.metrics import throughput
+def _filters(args: argparse.Namespace) -> Filters:
+    """--model --batch --precision --workers --hosts as the selection's filters."""
+    from repro.pipeline.runs import parse_filters
 
-    value = throughput(record)
-    return "-" if value is None else f"{value:,.2f}"
+    return parse_filters(models=getattr(args, "model", []), batches=getattr(args, "batch", []),
+                         precisions=getattr(args, "precision", []), workers=getattr(args, "workers", []),
+                         hosts=getattr(args, "hosts", []))
 
 
-def _row(summary) -> dict:
+def _row(s, listing: Listing) -> dict:
     """One run as `repro results --json` lists it (from the index's summary, no record parsed)."""
-    return {"id": summary.id, "created": summary.created, "stack": summary.stack, "stack_hash": summary.stack_hash,
-            "origin": summary.origin, "workload": summary.workload, "model": summary.model,
-            "batch": summary.batch_per_worker, "workers": summary.workers, "hosts": summary.hosts,
-            "status": summary.status, "images_per_sec": summary.images_per_sec, "failure": summary.failure}
+    row = {"id": s.id, "created": s.created, "stack": s.stack, "stack_hash": s.stack_hash, "origin": s.origin,
+           "workload": s.workload, "model": s.model, "batch": s.batch_per_worker, "workers": s.workers,
+           "hosts": s.hosts, "status": s.status, "images_per_sec": s.images_per_sec, "failure": s.failure}
+    if listing.figures:  # other kinds of result than images/sec: each run's own figure and unit
+        value, unit = listing.figure(s)
+        row |= {"figure": value, "unit": unit}
+    return row
 
 
-def _cells(s, figure: tuple[float | None, str] | None = None) -> tuple[str, ...]:
-    """One run's row of the `repro results` table; `figure`: the run's figure and unit when the listing holds
-    other kinds of result than images/sec."""
-    if figure is None:
-        shown = "-" if s.images_per_sec is None else f"{s.images_per_sec:,.2f}"
-    else:
-        value, unit = figure
-        shown = "-" if value is None else f"{value:,.2f} {unit}"
+def _cells(s, listing: Listing) -> tuple[str, ...]:
+    """One run's row of the `repro results` table."""
+    value, unit = listing.figure(s)
+    shown = "-" if value is None else f"{value:,.2f}" + (f" {unit}" if listing.figures else "")
     return (s.id, s.created, s.stack, s.workload, s.model or "-", str(s.workers), str(s.hosts),
             s.status if s.origin == "bench" else f"{s.status} ({s.origin})", shown)
 
 
-def _figures(store, summaries: list) -> dict[str, tuple[float | None, str]]:
-    """The figure of every run that is not a throughput run (all-reduce, time to accuracy), by id: only those
-    records are read; {} when every run measures images/sec."""
-    from repro.workloads.catalog import kind_of
-
-    other = [s for s in summaries if kind_of(s.workload) != "throughput"]
-    if not other:
-        return {}
-    from repro.compare.kind import headline
-
-    return {r.id: headline(r) for r in store.read_all(other)}
-
-
-def _list_rows(store, args: argparse.Namespace) -> list:
-    from repro.results.select import select
-
-    filters = filters_from(args)
-    if args.stack:
-        return list(select(args.stack, store, filters).summaries)
-    return [s for s in store.summaries() if filters.matches(s)]
-
-
 def cmd_results(args: argparse.Namespace) -> int:
     import sys
-    from pathlib import Path
 
-    from repro.results.select import write_selection_file
+    from repro.cli.output import write
+    from repro.pipeline.runs import list_runs
 
-    store = reading_store(args.store)
-    if args.save_selection:
-        path = write_selection_file(Path(args.save_selection), store.root, args.stack, filters_from(args))
-        print(f"selection written to {path}", file=sys.stderr)
-    summaries = _list_rows(store, args)
-    if not summaries and args.format == "table":
-        print(f"no runs in {store.root}")
-        return 0
-    figures = _figures(store, summaries)
-    rows = [_row(s) for s in summaries]
-    if figures:
-        for row, s in zip(rows, summaries, strict=True):
-            value, unit = figures.get(s.id) or (s.images_per_sec, "images/sec")
-            row |= {"figure": value, "unit": unit}
-    cells = [_cells(s, (figures.get(s.id) or (s.images_per_sec, "images/sec")) if figures else None)
-             for s in summaries]
-    sys.stdout.write(_listing(rows, cells, args.format, "figure" if figures else "images/sec"))
+    listing = list_runs(args.store, args.stack, _filters(args), args.save_selection)
+    if listing.selection_file is not None:
+        print(f"selection written to {listing.selection_file}", file=sys.stderr)
+    write(_listing(listing, args.format))
     return 0
 
 
-def _listing(rows: list[dict], cells: list[tuple[str, ...]], fmt: str, figure: str = "images/sec") -> str:
+def _listing(listing: Listing, fmt: str) -> str:
     """The `repro results` listing in a registered format (json and csv: the rows' raw values)."""
-    from repro.formats import Column, Document, Table, render
+    from repro.formats import Column, Document, Table, Text, render
 
+    if not listing.runs and fmt == "table":
+        return render(Document((Text((f"no runs in {listing.root}",)),)), fmt)
+    figure = "figure" if listing.figures else "images/sec"
     headers = ("id", "created", "stack", "workload", "model", "workers", "hosts", "status", figure)
     columns = tuple(Column(h, numeric=h in ("workers", "hosts", figure)) for h in headers)
-    return render(Document((Table(columns, tuple(cells), tuple(rows), name="runs"),), data=rows), fmt)
+    rows = tuple(_row(s, listing) for s in listing.runs)
+    cells = tuple(_cells(s, listing) for s in listing.runs)
+    return render(Document((Table(columns, cells, rows, name="runs"),), data=list(rows)), fmt)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    import json
-    import shlex
-    import sys
+    from repro.cli.output import tree_text, write
+    from repro.pipeline.record_view import show_run
 
-    import yaml
-
-    from repro.pipeline.software import software_line
-    from repro.results.index import summarize
-    from repro.results.metrics import with_figure
-
-    record = with_figure(reading_store(args.store).get(args.id))  # the one images/sec, also for older records
-    data = record.model_dump(mode="json")
-    if args.format == "json":  # the record as stored
-        print(json.dumps(data, indent=2, sort_keys=True))
-        return 0
-    if args.format != "table":
-        from repro.cli.output import tree_text
-
-        sys.stdout.write(tree_text(data, args.format))
-        return 0
-    summary = _row(summarize("", record))
-    for key in ("id", "created", "stack", "stack_hash", "origin", "status", "failure", "workload", "model", "batch",
-                "workers", "hosts", "images_per_sec"):
-        value = summary.get(key)
-        if value is not None:
-            print(f"{key + ':':16}{f'{value:,.2f}' if isinstance(value, float) else value}")
-    if record.image is not None:
-        print(f"{'image:':16}{record.image.tag} ({record.image.image_id})")
-    for host, sw in record.host_software.items():
-        print(f"{'software:':16}{host}: {software_line(sw)}")
-    if record.command:
-        print(f"{'command:':16}{shlex.join(record.command)}")
-    if record.conditions is not None:
-        from repro.results.conditions import describe
-
-        for host, cond in record.conditions.hosts.items():
-            print(f"{'conditions:':16}{host}: {describe(cond)}")
-        for warning in record.conditions.warnings:
-            print(f"{'warning:':16}{warning}")
-    if record.fabric is not None and record.fabric.lines:  # measured and imported runs alike
-        from repro.pipeline.fabric import summary, warnings  # the CLI reaches results through the pipeline
-
-        print(f"{'fabric:':16}{summary(record.fabric)}")
-        for warning in warnings(record.fabric):
-            print(f"{'warning:':16}{warning}")
-    for r in record.ranks:
-        steps = r.step_times
-        mean = sum(steps) / len(steps) if steps else None
-        print(f"rank {r.rank:<4} {r.host or '-':10} {r.device:32} {len(steps):4} steps"
-              + (f", mean {mean:.4f} s, {r.items_per_step} items/step" if mean else ""))
-    _print_provenance(record.metrics.get("provenance"))
-    data["settings"] = record.settings.shown()  # in the programs' words, as every store has printed them
-    rest = {k: data[k] for k in ("settings", "published", "metrics", "software", "hardware") if data.get(k)}
-    if isinstance(rest.get("metrics"), dict):
-        rest["metrics"] = {k: v for k, v in rest["metrics"].items() if k != "provenance"}
-    print(yaml.safe_dump(rest, sort_keys=False, default_flow_style=False, allow_unicode=True), end="")
-    if record.status != "ok" and record.log_tail:
-        print("log tail (the launcher's last lines):")
-        print("  " + record.log_tail.replace("\n", "\n  "))
+    shown = show_run(args.store, args.id)
+    write(tree_text(shown.data, args.format, terminal=shown.text))  # json: the record as stored
     return 0
-
-
-def _print_provenance(prov: object) -> None:
-    """An imported record's figures: what the log stated, what repro derived, what --set gave."""
-    if not isinstance(prov, dict):
-        return
-    for key, title in (("stated", "stated by the log"), ("derived", "derived by repro"), ("given", "given with --set")):
-        items = prov.get(key) or {}
-        if items:
-            print(f"{title + ':':20}" + "; ".join(f"{k} ({v})" for k, v in items.items()))
 
 
 def cmd_scaling(args: argparse.Namespace) -> int:
     import sys
 
+    from repro.cli.output import write
     from repro.formats import render
-    from repro.pipeline.table import tabulate
+    from repro.pipeline.table import runs_table
 
     given = getattr(args, "stack", None)  # `results --stack S table` or `results table --stack S`
     stacks = [given] if isinstance(given, str) else list(given or [])
-    table = tabulate(reading_store(args.store), [*args.selectors, *stacks], filters_from(args), kind=args.kind,
-                     throughput_first=args.results_command == "scaling", warmup=args.warmup,
-                     baseline_workers=args.baseline_workers, link_gbps=args.link_gbps, plot=args.plot)
-    sys.stdout.write(render(table.document, args.format))
+    table = runs_table(args.store, [*args.selectors, *stacks], _filters(args), kind=args.kind,
+                       throughput_first=args.results_command == "scaling", warmup=args.warmup,
+                       baseline_workers=args.baseline_workers, link_gbps=args.link_gbps, plot=args.plot)
+    write(render(table.document, args.format))
     if table.plot is not None:
         print(f"plot written to {table.plot}", file=sys.stderr)
     return 0
 
 
-def _removal(store, runs: list, files: list, dry_run: bool, fmt: str = "table") -> int:
+REMOVED = ("action", "id", "stack", "workload", "model", "workers", "status", "created", "file")
+
+
+def _removed_rows(removal: Removal) -> tuple[dict, ...]:
+    """`repro results rm|prune --format json`: one row per run or unreadable file removed (or that would be)."""
+    what = "would remove" if removal.dry_run else "removed"
+    runs = [{"action": what, "id": s.id, "stack": s.stack, "workload": s.workload, "model": s.model,
+             "workers": s.workers, "status": s.status, "created": s.created, "file": s.path} for s in removal.runs]
+    return (*runs, *({"action": what, "id": None, "stack": None, "workload": None, "model": None, "workers": None,
+                      "status": f"unreadable ({b.reason})", "created": None, "file": b.path} for b in removal.files))
+
+
+def _removal_lines(removal: Removal) -> tuple[str, ...]:
+    """What a terminal shows of the runs and files removed."""
+    what = "would remove" if removal.dry_run else "removed"
+    return (*(f"{what} {s.id}  {s.stack}  {s.workload} {s.model or '-'} workers={s.workers}  {s.status}  "
+              f"{s.created}" for s in removal.runs),
+            *(f"{what} {removal.runs_dir / b.path}  ({b.reason})" for b in removal.files))
+
+
+def _removal_total(removal: Removal) -> str:
+    what = "would remove" if removal.dry_run else "removed"
+    counts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((len(removal.runs), "run"),
+                                                                     (len(removal.files), "unreadable file")) if n]
+    return f"{what} {' and '.join(counts)} from {removal.root}" if counts else f"nothing to remove in {removal.root}"
+
+
+def _render_removal(removal: Removal, fmt: str) -> int:
+    """The runs removed: lines and the total on a terminal; a table of them (the total on stderr) otherwise."""
     import sys
 
-    from repro.formats import is_machine
+    from repro.cli.output import write
+    from repro.formats import Column, Document, Table, Text, is_machine, render
 
-    what = "would remove" if dry_run else "removed"
-    if fmt != "table":
-        from repro.formats import Column, Document, Table, render
-
-        rows = [{"action": what, "id": s.id, "stack": s.stack, "workload": s.workload, "model": s.model,
-                 "workers": s.workers, "status": s.status, "created": s.created, "file": s.path} for s in runs]
-        rows += [{"action": what, "id": None, "stack": None, "workload": None, "model": None, "workers": None,
-                  "status": f"unreadable ({b.reason})", "created": None, "file": b.path} for b in files]
-        headers = ("action", "id", "stack", "workload", "model", "workers", "status", "created", "file")
-        cells = tuple(tuple("-" if r[h] is None else str(r[h]) for h in headers) for r in rows)
-        sys.stdout.write(render(Document((Table(tuple(Column(h, numeric=h == "workers") for h in headers), cells,
-                                                tuple(rows), name="removed"),)), fmt))
-    else:
-        for s in runs:
-            print(f"{what} {s.id}  {s.stack}  {s.workload} {s.model or '-'} workers={s.workers}  {s.status}  "
-                  f"{s.created}")
-        for b in files:
-            print(f"{what} {store.runs / b.path}  ({b.reason})")
-    if not dry_run:
-        store.remove([s.path for s in runs] + [b.path for b in files])
-    counts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((len(runs), "run"),
-                                                                     (len(files), "unreadable file")) if n]
-    print(f"{what} {' and '.join(counts)} from {store.root}" if counts else f"nothing to remove in {store.root}",
-          file=sys.stderr if is_machine(fmt) else sys.stdout)
+    if fmt == "table":
+        write(render(Document((Text((*_removal_lines(removal), _removal_total(removal))),)), fmt))
+        return 0
+    rows = _removed_rows(removal)
+    cells = tuple(tuple("-" if r[h] is None else str(r[h]) for h in REMOVED) for r in rows)
+    table = Table(tuple(Column(h, numeric=h == "workers") for h in REMOVED), cells, rows, name="removed")
+    write(render(Document((table,)), fmt))
+    print(_removal_total(removal), file=sys.stderr if is_machine(fmt) else sys.stdout)
     return 0
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
+    from repro.pipeline.runs import remove_runs
 
-    store = reading_store(args.store)
-    paths = list(dict.fromkeys(store.find(i) for i in args.ids))  # every id resolved before anything goes
-    by_path = {s.path: s for s in store.summaries(stack_hashes=sorted({p.split("/", 1)[0] for p in paths}))}
-    broken = {b.path: b for b in store.broken()}
-    return _removal(store, [by_path[p] for p in paths if p in by_path], [broken[p] for p in paths if p in broken],
-                    args.dry_run, args.format)
+    return _render_removal(remove_runs(args.store, args.ids, dry_run=args.dry_run), args.format)
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from datetime import datetime, timezone
+    from repro.pipeline.runs import prune_runs
 
-    from repro.errors import InputError
-    from repro.results.prune import Criteria, parse_cutoff, to_prune
-    from repro.results.select import select
-
-    store = reading_store(args.store)
-    stack_paths = None
-    if getattr(args, "stack", None):
-        selection = select(args.stack, store, filters_from(args))
-        if selection.source is not store:
-            raise InputError(f"--stack {args.stack}: give a stack name, hash or manifest file of {store.root}")
-        stack_paths = frozenset(s.path for s in selection.summaries)
-    elif not filters_from(args).empty:
-        raise InputError("the filters (--model, --batch, ...) narrow --stack; give --stack too")
-    before = parse_cutoff(args.older_than, datetime.now(timezone.utc)) if args.older_than else None
-    criteria = Criteria(failed=args.failed, before=before, stack_paths=stack_paths, unreadable=args.unreadable)
-    runs, files = to_prune(store.summaries() if criteria.selects_runs else [], store.broken(), criteria)
-    return _removal(store, runs, files, args.dry_run, args.format)
+    removal = prune_runs(args.store, failed=args.failed, older_than=args.older_than,
+                         stack=getattr(args, "stack", None), filters=_filters(args), unreadable=args.unreadable,
+                         dry_run=args.dry_run)
+    return _render_removal(removal, args.format)

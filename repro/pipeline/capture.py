@@ -30,10 +30,15 @@ class CaptureResult:
     software: Software
     hash: str
     findings: tuple[Finding, ...]
+    output: Path | None = None  # the file written; None: the manifest is to be printed
 
     @property
     def errors(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity == "error")
+
+    def counts(self) -> dict[str, int]:
+        """How many findings of each severity (error, warning, note)."""
+        return {s: sum(1 for f in self.findings if f.severity == s) for s in ("error", "warning", "note")}
 
 
 def probe_python(python: str, *, timeout: float = PROBE_TIMEOUT_S) -> Software:
@@ -77,13 +82,18 @@ def capture(*, software: Software, name: str, framework: str | None = None, os: 
         path.write_text(text)
         loaded = load_stack(path)  # a ManifestError here is a defect of capture: it says which field
         findings = tuple(check(loaded))
-    return CaptureResult(name=loaded.stack.name, text=text, software=software, hash=loaded.hash, findings=findings)
+    return CaptureResult(name=loaded.stack.name, text=text, software=software, hash=loaded.hash, findings=findings,
+                         output=output)
 
 
 def capture_here(*, python: str, image: str | None = None, docker_host: str | None = None,
                  framework: str | None = None, os: str | None = None, name: str | None = None,
-                 output: Path | None = None) -> CaptureResult:
-    """Probe this host's `python` (or `image`) and capture its stack (into `output` when given)."""
+                 output: str | Path | None = None, force: bool = False) -> CaptureResult:
+    """Probe this host's `python` (or `image`) and capture its stack (into `output` when given; a file there is
+    overwritten only with `force`, checked before any probe)."""
+    output = Path(output) if output else None
+    if output is not None and output.exists() and not force:
+        raise InputError(f"{output} exists", hint="choose another --output, or --force to overwrite it")
     if image:
         sw, source = probe_image(image, docker_host), f"image {image}"
     else:

@@ -72,3 +72,18 @@ def prepare_runtimes() -> tuple[str, ...]:
     from repro.launch.runtimes import RUNTIMES
 
     return RUNTIMES.names()
+
+# -- repro/cli/results_cmds.py, import_cmds.py, capture_cmds.py (results *, import, capture) ------------------
+
+def result_kinds() -> list[str]:
+    """The comparison kinds a stored run may be of (`repro results table --kind`)."""
+    from repro.compare.kind import KINDS
+
+    return list(KINDS.names())
+
+
+def capture_frameworks() -> list[str]:
+    """The frameworks `repro capture --framework` may name: those a stack manifest accepts."""
+    from repro.manifest.frameworks import FRAMEWORKS
+
+    return list(FRAMEWORKS.names())

@@ -28,11 +28,15 @@ class Table:
     plot: Path | None = None
 
 
-def tabulate(store: Store, selectors: Sequence[str], filters: Filters, *, kind: str | None = None,
-             throughput_first: bool = False, warmup: str | None = None, baseline_workers: int | None = None,
-             link_gbps: float | None = None, plot: str | None = None) -> Table:
-    """The selected runs of `kind` (every kind when None) as one document; `throughput_first`: only the
-    throughput runs where the selection holds any (`repro results scaling`); `plot`: also draw them there."""
+def runs_table(root: str | Path | None, selectors: Sequence[str], filters: Filters, *, kind: str | None = None,
+               throughput_first: bool = False, warmup: str | None = None, baseline_workers: int | None = None,
+               link_gbps: float | None = None, plot: str | None = None) -> Table:
+    """The selected runs of `kind` (every kind when None) of the store at `root` as one document;
+    `throughput_first`: only the throughput runs where the selection holds any (`repro results scaling`);
+    `plot`: also draw them there."""
+    from repro.pipeline.runs import reading_store
+
+    store: Store = reading_store(root)  # a --store that is not a directory is the first error, as it always was
     if plot:
         from repro.results.plots import check_target
 
