@@ -1,7 +1,8 @@
 """The architecture contracts hold without exceptions (issue 39): no contract lists imports it ignores."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
