@@ -25,12 +25,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from repro.results import conditions, stats, steady
+from repro.results.memo import Memo
 from repro.results.record import RunRecord, Settings
 
 # Where an imported run keeps the figure its log printed (e.g. tf_cnn_benchmarks' `total images/sec`):
 # the first of these fields holding a positive number is the run's figure. Only for origin "import".
 REPORTED_FIELDS = ("reported_images_per_sec", "total_images_per_sec")
 MEASURED, REPORTED, PUBLISHED = "measured", "reported", "published"
+_MEMO = Memo()  # a run's step times and images/sec, once per command (repro.results.memo)
 
 
 def global_step_times(record: RunRecord, warmup: str = steady.FIXED) -> list[float]:
@@ -40,14 +42,18 @@ def global_step_times(record: RunRecord, warmup: str = steady.FIXED) -> list[flo
     window's edges; the slowest total is the job's time. (A per-step maximum would add up every
     rank's timing jitter instead.)
     """
+    return list(_MEMO.get(record, ("steps", warmup), lambda: _global_step_times(record, warmup)))
+
+
+def _global_step_times(record: RunRecord, warmup: str) -> tuple[float, ...]:
     ranks = [r for r in record.ranks if r.step_times]
     if not ranks:
-        return []
+        return ()
     start = steady.run_start(record) if warmup == steady.AUTO else None
     series = [steady.window(r, warmup, start) for r in ranks]
     n = min(len(s) for s in series)
     slowest = max(series, key=lambda s: sum(s[:n]))
-    return [float(x) for x in slowest[:n]]
+    return tuple(float(x) for x in slowest[:n])
 
 
 def items_per_step(record: RunRecord) -> int:
@@ -86,6 +92,10 @@ def throughput(record: RunRecord, warmup: str = steady.FIXED) -> float | None:
     """THE images/sec of one run (module docstring); None for a failed run or one without samples."""
     if record.status != "ok":
         return None
+    return _MEMO.get(record, ("throughput", warmup), lambda: _throughput(record, warmup))
+
+
+def _throughput(record: RunRecord, warmup: str) -> float | None:
     figure = reported(record)
     return figure if figure is not None else measured_throughput(record, warmup)
 
