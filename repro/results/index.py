@@ -36,21 +36,22 @@ from repro.errors import ResultsError
 from repro.results import index_files as files
 from repro.results.index_files import INDEX_NAME, Signature, index_path
 from repro.results.jsonfile import UnreadableRecord, read_record
-from repro.results.summary import COLUMNS, Broken, Summary, columns, summarize
+from repro.results.summary import COLUMNS, Broken, Summary, columns, summarize, unusable
 
 if TYPE_CHECKING:  # listing from the index needs neither pydantic nor numpy
     from repro.results.record import RunRecord
 
 __all__ = ["INDEX_NAME", "Broken", "Index", "Summary", "index_key", "index_path", "summarize"]
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: each record's brief (repro.results.indexed)
 RACY_NS = 2_000_000_000
 CHUNK = 500  # files parsed between two commits while indexing
 ANNOUNCE = 2000  # say so on stderr when a sync has to read more files than this
 BUSY_TIMEOUT_S = 60.0
 # modules whose code decides a summary's content: a change there rebuilds every index
 SUMMARY_MODULES = ("repro.results.record", "repro.results.metrics", "repro.results.stats", "repro.results.summary",
-                   "repro.results.index")
+                   "repro.results.index", "repro.results.indexed", "repro.results.steady", "repro.results.hardware",
+                   "repro.results.conditions", "repro.results.fabric")
 
 
 def index_key() -> str:
@@ -76,7 +77,7 @@ CREATE TABLE IF NOT EXISTS files (
     dir TEXT NOT NULL, name TEXT NOT NULL,
     size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, checked_ns INTEGER NOT NULL,
     error TEXT, newer INTEGER NOT NULL DEFAULT 0,
-    {", ".join(COLUMNS)},
+    {", ".join(COLUMNS)}, brief TEXT,
     PRIMARY KEY (dir, name));
 CREATE TABLE IF NOT EXISTS dirs (dir TEXT PRIMARY KEY, digest TEXT NOT NULL, settled INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS files_name ON files (name);
@@ -241,7 +242,7 @@ class Index:
         except FileNotFoundError:
             return None
         except UnreadableRecord as exc:
-            return (directory, name, *sig, checked, exc.reason, int(exc.newer), *([None] * len(COLUMNS)))
+            return (directory, name, *sig, checked, *unusable(exc.reason, exc.newer))
         return (directory, name, *sig, checked, *columns(f"{directory}/{name}", record))
 
     def add(self, path: Path, record: RunRecord) -> None:
@@ -294,13 +295,25 @@ class Index:
         return self._guarded(lambda: [Broken(p, e, bool(n)) for p, e, n in self.db.execute(sql + " ORDER BY name",
                                                                                             params)])
 
+    def briefs(self, dirs: Sequence[str]) -> dict[str, str]:
+        """The briefs of the readable records in these directories (repro.results.indexed), by path under runs/."""
+        def briefs() -> dict[str, str]:
+            out: dict[str, str] = {}
+            for start in range(0, len(dirs), CHUNK):  # SQLite bounds the variables of one statement
+                part = list(dirs[start:start + CHUNK])
+                out.update(self.db.execute("SELECT dir || '/' || name, brief FROM files WHERE error IS NULL AND "
+                                           f"brief IS NOT NULL AND dir IN ({', '.join('?' * len(part))})", part))
+            return out
+
+        return self._guarded(briefs)
+
     def dirs(self) -> list[str]:
         """The directories under runs/ that hold indexed files."""
         return self._guarded(lambda: [r[0] for r in self.db.execute("SELECT DISTINCT dir FROM files ORDER BY dir")])
 
 
 _UPSERT = (f"INSERT OR REPLACE INTO files (dir, name, size, mtime_ns, ino, checked_ns, error, newer, "
-           f"{', '.join(COLUMNS)}) VALUES ({', '.join('?' * (8 + len(COLUMNS)))})")
+           f"{', '.join(COLUMNS)}, brief) VALUES ({', '.join('?' * (9 + len(COLUMNS)))})")
 
 
 def _stored_key(db: sqlite3.Connection) -> str | None:

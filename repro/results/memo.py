@@ -5,6 +5,9 @@ each run's images/sec once, not at every grouping.
 Records and ranks are frozen (repro.results.record), so a figure of one object never changes. The memo keys on
 the object's identity and holds the object, so an id is never reused for another object while remembered; it
 forgets everything past LIMIT entries, which bounds a long-lived process's memory.
+
+A run read from the store's index (repro.results.indexed) is `Known`: it carries the figures the index computed
+when it read the file, and every memo answers from them first, so the run's file is never parsed for them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,16 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 LIMIT = 200_000
+_MISSING = object()
+
+
+class Known:
+    """An object that carries some of its figures already computed: argument -> value, as a Memo keys them."""
+
+    __slots__ = ("known",)
+
+    def __init__(self, known: dict[Hashable, Any]) -> None:
+        self.known = known
 
 
 class Memo:
@@ -25,6 +38,10 @@ class Memo:
 
     def get(self, obj: object, argument: Hashable, compute: Callable[[], T]) -> T:
         """The remembered value for (obj, argument), else compute() remembered."""
+        if isinstance(obj, Known):
+            found = obj.known.get(argument, _MISSING)
+            if found is not _MISSING:
+                return found
         key = (id(obj), argument)
         hit = self._values.get(key)
         if hit is not None and hit[0] is obj:

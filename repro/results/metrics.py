@@ -78,6 +78,10 @@ def reported(record: RunRecord) -> float | None:
 
 def source(record: RunRecord) -> str:
     """Where a run's figure comes from: measured (its samples), reported (its log) or published."""
+    return _MEMO.get(record, "source", lambda: _source(record))
+
+
+def _source(record: RunRecord) -> str:
     if record.published is not None:
         return PUBLISHED
     return REPORTED if reported(record) is not None else MEASURED
@@ -102,7 +106,8 @@ def _throughput(record: RunRecord, warmup: str) -> float | None:
 
 def stored_warmup(record: RunRecord) -> str:
     """The warm-up window the record's stored figure was derived with (metrics["warmup"]; fixed when unsaid)."""
-    return steady.AUTO if record.metrics.get("warmup") == steady.AUTO else steady.FIXED
+    return _MEMO.get(record, "stored_warmup",
+                     lambda: steady.AUTO if record.metrics.get("warmup") == steady.AUTO else steady.FIXED)
 
 
 def common_warmup(records: Iterable[RunRecord]) -> str:
@@ -136,6 +141,11 @@ def for_storage(record: RunRecord, warmup: str | None = None) -> RunRecord:
     """The record as the store keeps it: each rank's detected warm-up, and the one images/sec in metrics (derived
     with `warmup`: the sweep's --warmup)."""
     return with_figure(record.model_copy(update={"ranks": steady.annotate(record.ranks)}), warmup)
+
+
+def sample_count(record: RunRecord, warmup: str = steady.FIXED) -> int:
+    """How many global step times the run has (those of sample_times)."""
+    return _MEMO.get(record, ("samples", warmup), lambda: len(global_step_times(record, warmup)))
 
 
 def sample_times(record: RunRecord, warmup: str = steady.FIXED) -> list[float]:
@@ -183,7 +193,7 @@ class Point:
     @property
     def run_steps(self) -> list[list[float]]:
         """Each measured run's global step times (for step-noise intervals); empty for published points."""
-        if any(r.published is not None for r in self.records):
+        if PUBLISHED in self.sources:
             return []
         return [s for s in (sample_times(r, self.warmup) for r in self.records) if s]
 
@@ -199,10 +209,10 @@ def point_key(record: RunRecord) -> tuple:
 def estimate(point: Point, confidence: float = stats.DEFAULT_CONFIDENCE) -> stats.Estimate | None:
     """A point's figure and interval: over runs from 2 runs on; one run: its step noise (scope "steps")."""
     values = point.repeat_values
-    steps = point.run_steps
-    samples = sum(len(s) for s in steps)
+    samples = 0 if PUBLISHED in point.sources else sum(sample_count(r, point.warmup) for r in point.records)
     if len(values) >= stats.MIN_RUNS or not values:
         return stats.run_estimate(values, confidence=confidence, samples=samples)
+    steps = point.run_steps  # one run: its step times give the interval (only here are they read)
     if len(steps) == 1:
         return stats.step_estimate(values[0], steps, confidence=confidence)
     return stats.run_estimate(values, confidence=confidence, samples=samples)
