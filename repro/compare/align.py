@@ -50,7 +50,7 @@ def setting(settings: Settings, name: str) -> Any:
 
 
 def setting_names(records: Sequence[RunRecord]) -> list[str]:
-    extra = sorted({k for r in records for k in r.settings.extra})
+    extra = sorted({k for s in _distinct_settings(records) for k in s.extra})
     return [*FIELDS, *(f"extra.{k}" for k in extra)]
 
 
@@ -119,8 +119,13 @@ class Alignment:
     notes: tuple[str, ...] = ()
 
 
-def _values(records: Sequence[RunRecord], name: str) -> set:
-    return {_hashable(setting(r.settings, name)) for r in records}
+def _distinct_settings(records: Sequence[RunRecord]) -> list[Settings]:
+    """Each settings object once: runs read from the store's index share one per distinct settings."""
+    return list({id(r.settings): r.settings for r in records}.values())
+
+
+def _values(settings: Sequence[Settings], name: str) -> set:
+    return {_hashable(setting(s, name)) for s in settings}
 
 
 def _hashable(value: Any) -> Any:
@@ -153,8 +158,9 @@ def align(old: Sequence[RunRecord], new: Sequence[RunRecord], *, hosts_are_compa
                            f"{', '.join(sorted(new_kinds))} runs: there is nothing in common to compare")
     compared: list[Change] = []
     keys: list[str] = []
+    old_settings, new_settings = _distinct_settings(old), _distinct_settings(new)
     for name in setting_names([*old, *new]):
-        a, b = _values(old, name), _values(new, name)
+        a, b = _values(old_settings, name), _values(new_settings, name)
         constant_difference = len(a) == 1 and len(b) == 1 and a != b
         if constant_difference and name not in ALWAYS_KEYS and (name != "hosts" or hosts_are_compared):
             old_value, new_value = next(iter(a)), next(iter(b))
@@ -164,8 +170,14 @@ def align(old: Sequence[RunRecord], new: Sequence[RunRecord], *, hosts_are_compa
         else:
             keys.append(name)
 
+    known: dict[int, Key] = {}  # by settings object (each alive, so no id is reused while aligning)
+
     def key_of(record: RunRecord) -> Key:
-        return tuple((name, _hashable(setting(record.settings, name))) for name in keys)
+        key = known.get(id(record.settings))
+        if key is None:
+            key = known[id(record.settings)] = tuple((name, _hashable(setting(record.settings, name)))
+                                                     for name in keys)
+        return key
 
     def grouped(records: Sequence[RunRecord]) -> dict[Key, list[RunRecord]]:
         out: dict[Key, list[RunRecord]] = defaultdict(list)

@@ -238,7 +238,7 @@ def interleave_command(old: Sequence[RunRecord], new: Sequence[RunRecord], *, st
     files = [next((r.stack.file for r in side if r.stack.file), None) for side in (old, new)]
     if not measured or None in files or files[0] == files[1]:
         return None
-    points = list({r.settings.key(): r.settings for r in measured}.values())
+    points = list({metrics.settings_key(r.settings): r.settings for r in measured}.values())
     argv = ["repro", "bench", "--stack", str(files[0]), "--stack", str(files[1])]
     inventories = {r.sweep.inventory for r in measured if r.sweep is not None and r.sweep.inventory}
     runtimes = {r.runtime for r in measured}

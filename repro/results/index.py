@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from repro.errors import ResultsError
 from repro.results import index_files as files
 from repro.results.index_files import INDEX_NAME, Signature, index_path
+from repro.results.indexed import BRIEF_COLUMNS, Brief
 from repro.results.jsonfile import UnreadableRecord, read_record
 from repro.results.summary import COLUMNS, Broken, Summary, columns, summarize, unusable
 
@@ -77,7 +78,7 @@ CREATE TABLE IF NOT EXISTS files (
     dir TEXT NOT NULL, name TEXT NOT NULL,
     size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, checked_ns INTEGER NOT NULL,
     error TEXT, newer INTEGER NOT NULL DEFAULT 0,
-    {", ".join(COLUMNS)}, brief TEXT,
+    {", ".join(COLUMNS)}, {", ".join(BRIEF_COLUMNS)},
     PRIMARY KEY (dir, name));
 CREATE TABLE IF NOT EXISTS dirs (dir TEXT PRIMARY KEY, digest TEXT NOT NULL, settled INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS files_name ON files (name);
@@ -295,14 +296,16 @@ class Index:
         return self._guarded(lambda: [Broken(p, e, bool(n)) for p, e, n in self.db.execute(sql + " ORDER BY name",
                                                                                             params)])
 
-    def briefs(self, dirs: Sequence[str]) -> dict[str, str]:
+    def briefs(self, dirs: Sequence[str]) -> dict[str, Brief]:
         """The briefs of the readable records in these directories (repro.results.indexed), by path under runs/."""
-        def briefs() -> dict[str, str]:
-            out: dict[str, str] = {}
+        def briefs() -> dict[str, Brief]:
+            out: dict[str, Brief] = {}
             for start in range(0, len(dirs), CHUNK):  # SQLite bounds the variables of one statement
                 part = list(dirs[start:start + CHUNK])
-                out.update(self.db.execute("SELECT dir || '/' || name, brief FROM files WHERE error IS NULL AND "
-                                           f"brief IS NOT NULL AND dir IN ({', '.join('?' * len(part))})", part))
+                rows = self.db.execute(f"SELECT dir || '/' || name, {', '.join(BRIEF_COLUMNS)} FROM files WHERE error "
+                                       f"IS NULL AND b_settings IS NOT NULL AND dir IN ({', '.join('?' * len(part))})",
+                                       part)
+                out.update((row[0], row[1:]) for row in rows)
             return out
 
         return self._guarded(briefs)
@@ -312,8 +315,9 @@ class Index:
         return self._guarded(lambda: [r[0] for r in self.db.execute("SELECT DISTINCT dir FROM files ORDER BY dir")])
 
 
+_STORED = (*COLUMNS, *BRIEF_COLUMNS)
 _UPSERT = (f"INSERT OR REPLACE INTO files (dir, name, size, mtime_ns, ino, checked_ns, error, newer, "
-           f"{', '.join(COLUMNS)}, brief) VALUES ({', '.join('?' * (9 + len(COLUMNS)))})")
+           f"{', '.join(_STORED)}) VALUES ({', '.join('?' * (8 + len(_STORED)))})")
 
 
 def _stored_key(db: sqlite3.Connection) -> str | None:

@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from repro.results.memo import Known, Memo
 
@@ -45,53 +45,66 @@ def _provenance_key(record: RunRecord) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def brief(record: RunRecord) -> str:
-    """The brief of a record, as JSON text (the module's docstring says what it holds)."""
+# The index's columns of a brief, beside the summary's (id, created, stack, status, origin, failure and the fixed
+# window's images/sec are the summary's own): JSON texts for the parts, plain values for the figures.
+BRIEF_COLUMNS = ("b_settings", "b_sweep", "b_hosts", "b_hardware", "b_issues", "b_published", "b_conditions",
+                 "b_fabric", "b_ips_auto", "b_samples_fixed", "b_samples_auto", "b_source", "b_stored_warmup",
+                 "b_provenance", "b_runtime", "b_duration_s", "b_image_hash", "b_file")
+Brief = tuple[Any, ...]  # the values of BRIEF_COLUMNS
+
+
+def brief(record: RunRecord) -> Brief:
+    """The brief of a record, as the values of BRIEF_COLUMNS (the module's docstring says what it holds)."""
     from repro.results import hardware, metrics, steady
 
     def dump(model: Any) -> str | None:
         return None if model is None else json.dumps(model.model_dump(mode="json"), sort_keys=True)
 
-    known = {
-        "throughput": [metrics.throughput(record, m) for m in MODES],
-        "samples": [metrics.sample_count(record, m) for m in MODES],
-        "issues": [[[i.kind, i.rank, i.text, i.steady_from, i.fixed] for i in steady.issues(record, m)]
-                   for m in MODES],
-        "source": metrics.source(record), "stored_warmup": metrics.stored_warmup(record),
-        "hardware": [list(p) for p in hardware.parts(record)], "provenance": provenance_key(record),
-    }
-    return json.dumps({
-        "id": record.id, "created": record.created, "status": record.status, "failure": record.failure,
-        "origin": record.origin, "runtime": record.runtime, "duration_s": record.duration_s,
-        "stack": [record.stack.name, record.stack.hash, record.stack.image_hash, record.stack.file],
-        "settings": dump(record.settings), "sweep": dump(record.sweep),
-        "hosts": json.dumps([h.model_dump(mode="json") for h in record.hosts], sort_keys=True),
-        "published": dump(record.published), "conditions": dump(record.conditions), "fabric": dump(record.fabric),
-        "known": known,
-    }, separators=(",", ":"))
+    issues = [[[i.kind, i.rank, i.text, i.steady_from, i.fixed] for i in steady.issues(record, m)] for m in MODES]
+    return (dump(record.settings), dump(record.sweep),
+            json.dumps([h.model_dump(mode="json") for h in record.hosts], sort_keys=True),
+            json.dumps([list(p) for p in hardware.parts(record)]), json.dumps(issues) if any(issues) else None,
+            dump(record.published), dump(record.conditions), dump(record.fabric),
+            metrics.throughput(record, steady.AUTO), metrics.sample_count(record, steady.FIXED),
+            metrics.sample_count(record, steady.AUTO), metrics.source(record), metrics.stored_warmup(record),
+            provenance_key(record), record.runtime, record.duration_s, record.stack.image_hash, record.stack.file)
 
 
 @lru_cache(maxsize=4096)
 def _model(kind: str, text: str) -> Any:
-    """A small model from its JSON, once per distinct text: thousands of runs share a few settings."""
+    """A part from its JSON, once per distinct text: thousands of runs share a few settings, hosts, hardware."""
     from repro.results import record as rec
 
     data = json.loads(text)
     if kind == "hosts":
         return tuple(rec.HostRef.model_validate(h) for h in data)
-    return {"settings": rec.Settings, "sweep": rec.SweepRef}[kind].model_validate(data)
+    if kind == "hardware":
+        return tuple(tuple(p) for p in data)
+    if kind == "sweep":  # the dump of a validated SweepRef (plain fields): constructed, not validated again
+        return rec.SweepRef.model_construct(**data)
+    return rec.Settings.model_validate(data)
 
 
-def _known(data: dict[str, Any]) -> dict[Any, Any]:
-    from repro.results.steady import Issue
+def _issues(text: str | None) -> tuple[tuple[Any, ...], ...]:
+    """The warm-up issues of a run under each window (steady.Issue), from the brief's JSON."""
+    if text is None:
+        return ((),) * len(MODES)
+    from repro.results.steady import Issue  # numpy: only for a run with warm-up issues
 
-    out: dict[Any, Any] = {"source": data["source"], "stored_warmup": data["stored_warmup"],
-                           "hardware": tuple(tuple(p) for p in data["hardware"]), "provenance": data["provenance"]}
-    for i, mode in enumerate(MODES):
-        out["throughput", mode] = data["throughput"][i]
-        out["samples", mode] = data["samples"][i]
-        out["issues", mode] = tuple(Issue(*issue) for issue in data["issues"][i])
-    return out
+    return tuple(tuple(Issue(*fields) for fields in mode) for mode in json.loads(text))
+
+
+class Listed(Protocol):
+    """What the index lists of a run (repro.results.summary.Summary has it)."""
+
+    id: str
+    created: str
+    stack: str
+    stack_hash: str
+    status: str
+    origin: str
+    failure: str | None
+    images_per_sec: float | None
 
 
 class IndexedStack:
@@ -112,20 +125,26 @@ class IndexedRun(Known):
     """A stored run read from the index (the module's docstring); the record file is parsed only when an attribute
     the brief does not hold is asked for."""
 
-    __slots__ = ("_brief", "_load", "_record", "created", "duration_s", "failure", "hosts", "id", "origin",
+    __slots__ = ("_load", "_parts", "_record", "created", "duration_s", "failure", "hosts", "id", "origin",
                  "runtime", "settings", "stack", "status", "sweep")
 
-    def __init__(self, text: str, load: Callable[[], RunRecord]) -> None:
-        data = json.loads(text)
-        super().__init__(_known(data["known"]))
-        self._brief, self._load, self._record = data, load, None
-        self.id, self.created, self.status = data["id"], data["created"], data["status"]
-        self.failure, self.origin, self.runtime = data["failure"], data["origin"], data["runtime"]
-        self.duration_s = data["duration_s"]
-        self.stack = IndexedStack(self, *data["stack"])
-        self.settings = _model("settings", data["settings"])
-        self.sweep = _model("sweep", data["sweep"]) if data["sweep"] is not None else None
-        self.hosts = list(_model("hosts", data["hosts"]))
+    def __init__(self, summary: Listed, row: Brief, load: Callable[[], RunRecord]) -> None:
+        (settings, sweep, hosts, hardware, issues, published, conditions, fabric, ips_auto, samples_fixed,
+         samples_auto, source, stored_warmup, provenance, runtime, duration_s, image_hash, file) = row
+        fixed, auto = _issues(issues)
+        super().__init__({("throughput", "fixed"): summary.images_per_sec, ("throughput", "auto"): ips_auto,
+                          ("samples", "fixed"): samples_fixed, ("samples", "auto"): samples_auto,
+                          ("issues", "fixed"): fixed, ("issues", "auto"): auto, "source": source,
+                          "stored_warmup": stored_warmup, "hardware": _model("hardware", hardware),
+                          "provenance": provenance})
+        self._load, self._record = load, None
+        self._parts = {"published": published, "conditions": conditions, "fabric": fabric}
+        self.id, self.created, self.status = summary.id, summary.created, summary.status
+        self.failure, self.origin, self.runtime, self.duration_s = summary.failure, summary.origin, runtime, duration_s
+        self.stack = IndexedStack(self, summary.stack, summary.stack_hash, image_hash, file)
+        self.settings = _model("settings", settings)
+        self.sweep = _model("sweep", sweep) if sweep is not None else None
+        self.hosts = list(_model("hosts", hosts))
 
     @property
     def record(self) -> RunRecord:
@@ -148,12 +167,12 @@ class IndexedRun(Known):
 
     def _part(self, name: str) -> Any:
         """A part the brief holds as JSON, made a model on first use (None when the record has none)."""
-        value = self._brief.get(name)
+        value = self._parts[name]
         if isinstance(value, str):
             from repro.results import record as rec
 
             field = {"conditions": rec.Conditions, "published": rec.Published, "fabric": rec.Fabric}[name]
-            value = self._brief[name] = field.model_validate(json.loads(value))
+            value = self._parts[name] = field.model_validate(json.loads(value))
         return value
 
     def __getattr__(self, name: str) -> Any:

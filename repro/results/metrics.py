@@ -202,8 +202,13 @@ class Point:
         return tuple(dict.fromkeys(source(r) for r in self.records))
 
 
+def settings_key(settings: Settings) -> tuple:
+    """settings.key(), once per settings object (runs read from the index share one per distinct settings)."""
+    return _MEMO.get(settings, "key", settings.key)
+
+
 def point_key(record: RunRecord) -> tuple:
-    return (record.stack.hash, record.settings.key())
+    return (record.stack.hash, settings_key(record.settings))
 
 
 def estimate(point: Point, confidence: float = stats.DEFAULT_CONFIDENCE) -> stats.Estimate | None:

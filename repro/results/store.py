@@ -180,13 +180,13 @@ class Store:
         briefs = self.index.briefs(sorted({s.dir for s in wanted})) if wanted else {}
         out: list[RunRecord] = []
         for s in wanted:
-            text = briefs.get(s.path)
-            if text is None:
+            texts = briefs.get(s.path)
+            if texts is None:
                 record = self.read(s)
                 if record is not None:
                     out.append(record)
                 continue
-            out.append(IndexedRun(text, partial(self._reread, s)))  # type: ignore[arg-type]  # a RunRecord's stand-in
+            out.append(IndexedRun(s, texts, partial(self._reread, s)))  # type: ignore[arg-type]  # a RunRecord's stand-in
         return out
 
     def _reread(self, summary: Summary) -> RunRecord:

@@ -70,7 +70,7 @@ SQLITE_INT = (-(2**63), 2**63 - 1)
 
 
 def columns(path: str, record: RunRecord) -> tuple:
-    """(error, newer, *summary columns, brief) of a parsed record; a record whose summary SQLite cannot hold (an
+    """(error, newer, *summary columns, *brief) of a parsed record; a record whose summary SQLite cannot hold (an
     integer beyond 64 bits, a number that is not finite where a count is expected) is kept as unusable,
     with the field named, so that one bad record never breaks the index for the others. The brief
     (repro.results.indexed) is None where it cannot be made: the record is then read from its file."""
@@ -82,18 +82,20 @@ def columns(path: str, record: RunRecord) -> tuple:
         if isinstance(value, int) and not SQLITE_INT[0] <= value <= SQLITE_INT[1]:
             shown = f"a number of {len(str(abs(value)))} digits" if abs(value) >= 10**30 else str(value)
             return unusable(f"unusable record: {field_name} is {shown}, beyond what repro can index")
-    from repro.results.indexed import brief
+    from repro.results.indexed import BRIEF_COLUMNS, brief
 
     try:
-        text: str | None = brief(record)
+        texts: tuple = brief(record)
     except (ArithmeticError, ValueError, TypeError):
-        text = None
-    return (None, 0, *summary[1:], text)
+        texts = (None,) * len(BRIEF_COLUMNS)
+    return (None, 0, *summary[1:], *texts)
 
 
 def unusable(reason: str, newer: bool = False) -> tuple:
-    """(error, newer, *summary columns, brief) of a record file that cannot be used: the reason, and no columns."""
-    return (reason, int(newer), *([None] * len(COLUMNS)), None)
+    """(error, newer, *summary columns, *brief) of a record file that cannot be used: the reason, and no columns."""
+    from repro.results.indexed import BRIEF_COLUMNS
+
+    return (reason, int(newer), *([None] * (len(COLUMNS) + len(BRIEF_COLUMNS))))
 
 
 @dataclass(frozen=True)
