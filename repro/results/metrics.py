@@ -211,8 +211,25 @@ def point_key(record: RunRecord) -> tuple:
     return (record.stack.hash, settings_key(record.settings))
 
 
+# A point's estimate by (confidence, window, its runs): a comparison estimates each point twice (as an aligned
+# point, then in its side's scaling series); the runs are kept with the value, so their ids are never reused.
+_ESTIMATES: dict[tuple, tuple[tuple[RunRecord, ...], stats.Estimate | None]] = {}
+
+
 def estimate(point: Point, confidence: float = stats.DEFAULT_CONFIDENCE) -> stats.Estimate | None:
     """A point's figure and interval: over runs from 2 runs on; one run: its step noise (scope "steps")."""
+    key = (confidence, point.warmup, *map(id, point.records))
+    hit = _ESTIMATES.get(key)
+    if hit is not None:  # the same ids, of runs kept alive by the entry: the same runs
+        return hit[1]
+    if len(_ESTIMATES) >= 10_000:
+        _ESTIMATES.clear()
+    value = _estimate(point, confidence)
+    _ESTIMATES[key] = (point.records, value)
+    return value
+
+
+def _estimate(point: Point, confidence: float) -> stats.Estimate | None:
     values = point.repeat_values
     samples = 0 if PUBLISHED in point.sources else sum(sample_count(r, point.warmup) for r in point.records)
     if len(values) >= stats.MIN_RUNS or not values:
