@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from repro.results.memo import Known, Memo
+from repro.results.memo import MISSING, Known, Memo
 
 if TYPE_CHECKING:
     from repro.results.conditions import Conditions
@@ -85,6 +85,7 @@ def _model(kind: str, text: str) -> Any:
     return rec.Settings.model_validate(data)
 
 
+@lru_cache(maxsize=4096)
 def _issues(text: str | None) -> tuple[tuple[Any, ...], ...]:
     """The warm-up issues of a run under each window (steady.Issue), from the brief's JSON."""
     if text is None:
@@ -121,30 +122,42 @@ class IndexedStack:
         return getattr(self._run.record.stack, name)
 
 
+# The figures a brief holds, by the argument repro.results.metrics, steady and hardware memoize them under: read
+# from the run's row when asked, so that a run carries no dict of its own (10,000 of them make the collector work)
+_FIGURES: dict[Any, Callable[[IndexedRun], Any]] = {
+    ("throughput", "fixed"): lambda run: run._summary.images_per_sec,
+    ("throughput", "auto"): lambda run: run._row[8],
+    ("samples", "fixed"): lambda run: run._row[9],
+    ("samples", "auto"): lambda run: run._row[10],
+    "source": lambda run: run._row[11],
+    "stored_warmup": lambda run: run._row[12],
+    "provenance": lambda run: run._row[13],
+    "hardware": lambda run: _model("hardware", run._row[3]),
+    ("issues", "fixed"): lambda run: _issues(run._row[4])[0],
+    ("issues", "auto"): lambda run: _issues(run._row[4])[1],
+}
+
+
 class IndexedRun(Known):
     """A stored run read from the index (the module's docstring); the record file is parsed only when an attribute
     the brief does not hold is asked for."""
 
-    __slots__ = ("_load", "_parts", "_record", "created", "duration_s", "failure", "hosts", "id", "origin",
-                 "runtime", "settings", "stack", "status", "sweep")
+    __slots__ = ("_conditions", "_fabric", "_load", "_published", "_record", "_row", "_summary", "created",
+                 "duration_s", "failure", "hosts", "id", "origin", "runtime", "settings", "stack", "status", "sweep")
 
     def __init__(self, summary: Listed, row: Brief, load: Callable[[], RunRecord]) -> None:
-        (settings, sweep, hosts, hardware, issues, published, conditions, fabric, ips_auto, samples_fixed,
-         samples_auto, source, stored_warmup, provenance, runtime, duration_s, image_hash, file) = row
-        fixed, auto = _issues(issues)
-        super().__init__({("throughput", "fixed"): summary.images_per_sec, ("throughput", "auto"): ips_auto,
-                          ("samples", "fixed"): samples_fixed, ("samples", "auto"): samples_auto,
-                          ("issues", "fixed"): fixed, ("issues", "auto"): auto, "source": source,
-                          "stored_warmup": stored_warmup, "hardware": _model("hardware", hardware),
-                          "provenance": provenance})
-        self._load, self._record = load, None
-        self._parts = {"published": published, "conditions": conditions, "fabric": fabric}
+        self._summary, self._row, self._load, self._record = summary, row, load, None
+        self._published, self._conditions, self._fabric = row[5], row[6], row[7]
         self.id, self.created, self.status = summary.id, summary.created, summary.status
-        self.failure, self.origin, self.runtime, self.duration_s = summary.failure, summary.origin, runtime, duration_s
-        self.stack = IndexedStack(self, summary.stack, summary.stack_hash, image_hash, file)
-        self.settings = _model("settings", settings)
-        self.sweep = _model("sweep", sweep) if sweep is not None else None
-        self.hosts = list(_model("hosts", hosts))
+        self.failure, self.origin, self.runtime, self.duration_s = summary.failure, summary.origin, row[14], row[15]
+        self.stack = IndexedStack(self, summary.stack, summary.stack_hash, row[16], row[17])
+        self.settings = _model("settings", row[0])
+        self.sweep = _model("sweep", row[1]) if row[1] is not None else None
+        self.hosts = list(_model("hosts", row[2]))
+
+    def figure(self, argument: Any) -> Any:
+        get = _FIGURES.get(argument)
+        return get(self) if get is not None else MISSING
 
     @property
     def record(self) -> RunRecord:
@@ -153,27 +166,30 @@ class IndexedRun(Known):
             self._record = self._load()
         return self._record
 
+    # parts the brief holds as JSON (None when the record has none), made models on first use
     @property
     def conditions(self) -> Conditions | None:
-        return self._part("conditions")
+        if isinstance(self._conditions, str):
+            from repro.results.conditions import Conditions
+
+            self._conditions = Conditions.model_validate(json.loads(self._conditions))
+        return self._conditions
 
     @property
     def published(self) -> Published | None:
-        return self._part("published")
+        if isinstance(self._published, str):
+            from repro.results.record import Published
+
+            self._published = Published.model_validate(json.loads(self._published))
+        return self._published
 
     @property
     def fabric(self) -> Fabric | None:
-        return self._part("fabric")
+        if isinstance(self._fabric, str):
+            from repro.results.fabric import Fabric
 
-    def _part(self, name: str) -> Any:
-        """A part the brief holds as JSON, made a model on first use (None when the record has none)."""
-        value = self._parts[name]
-        if isinstance(value, str):
-            from repro.results import record as rec
-
-            field = {"conditions": rec.Conditions, "published": rec.Published, "fabric": rec.Fabric}[name]
-            value = self._parts[name] = field.model_validate(json.loads(value))
-        return value
+            self._fabric = Fabric.model_validate(json.loads(self._fabric))
+        return self._fabric
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

@@ -17,16 +17,17 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 LIMIT = 200_000
-_MISSING = object()
+MISSING = object()
 
 
 class Known:
-    """An object that carries some of its figures already computed: argument -> value, as a Memo keys them."""
+    """An object that carries some of its figures already computed, by the argument a Memo keys them with."""
 
-    __slots__ = ("known",)
+    __slots__ = ()
 
-    def __init__(self, known: dict[Hashable, Any]) -> None:
-        self.known = known
+    def figure(self, argument: Hashable) -> Any:
+        """The figure computed already for this argument, or MISSING."""
+        return MISSING
 
 
 class Memo:
@@ -39,8 +40,8 @@ class Memo:
     def get(self, obj: object, argument: Hashable, compute: Callable[[], T]) -> T:
         """The remembered value for (obj, argument), else compute() remembered."""
         if isinstance(obj, Known):
-            found = obj.known.get(argument, _MISSING)
-            if found is not _MISSING:
+            found = obj.figure(argument)
+            if found is not MISSING:
                 return found
         key = (id(obj), argument)
         hit = self._values.get(key)
