@@ -192,7 +192,7 @@ class Store:
     def _reread(self, summary: Summary) -> RunRecord:
         """The record file of a run read from the index; an error if it changed since (its figures were printed)."""
         record = self.read(summary)
-        if record is None:
+        if record is None or summarize(summary.path, record) != summary:  # its figure too: never a mix of both
             raise ResultsError(f"{self.runs / summary.path}: changed or removed while repro was reading the store",
                                hint="run the command again")
         return record

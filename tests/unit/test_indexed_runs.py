@@ -123,14 +123,20 @@ def test_a_record_changed_in_place_within_the_racy_window_is_read_again(root):
     assert metrics.throughput(indexed) == pytest.approx(2 * metrics.throughput(run(0)))
 
 
-def test_a_record_changed_after_its_figures_were_taken_is_an_error_when_its_provenance_is_read(root):
+@pytest.mark.parametrize("change", ["status", "figure"])
+def test_a_record_changed_after_its_figures_were_taken_is_an_error_when_its_provenance_is_read(root, change):
     stored(root)
     store = Store(root)
     runs = select("a", store).records
     path = next(root.glob("runs/a*/*0002.json"))
     data = json.loads(path.read_text())
-    data["status"] = "failed"
+    if change == "status":
+        data["status"] = "failed"
+    else:  # the same run, other step times: the figure taken no longer the file's
+        data["ranks"][0]["step_times"] = [t * 2 for t in data["ranks"][0]["step_times"]]
     path.write_text(json.dumps(data))
     changed = next(r for r in runs if r.id == data["id"])
     with pytest.raises(ResultsError, match="changed or removed while repro was reading"):
         _ = changed.stack.manifest
+    unchanged = next(r for r in runs if r.id != data["id"])
+    assert unchanged.stack.manifest == {"tensorflow": {"version": "2.15.1"}}
