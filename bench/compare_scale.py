@@ -1,11 +1,14 @@
 """CPU of `repro compare`, `results scaling` and `results table` at N runs a side (issue 42: <= 1 s at 5,000).
 
-    python bench/compare_scale.py [--runs 5000] [--dir /tmp/repro-compare-scale] [--repeats 3]
+    python bench/compare_scale.py [--runs 5000] [--dir /tmp/repro-compare-scale] [--repeats 3] [--peer CHECKOUT]
 
 Builds (once; reused) a store of two stacks with --runs records each, in the shape bench/store_scale.py makes
 (nightly CPU runs: 1-8 workers, two models, 100 step times per rank), then runs each command as a subprocess of
 the real CLI (after one untimed run that builds the index) and prints the median CPU (user + system) and wall
-time. Figures only; nothing is asserted.
+time. With --peer, the same commands of another checkout of repro (the old path: e.g. main before the index's
+briefs) run as a peer in the same run, interleaved with this one's, each with its own index (REPRO_INDEX_DIR
+under --dir: the two compute different summaries), and their outputs are compared byte for byte. The load
+average is printed with the figures. Figures only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -48,13 +51,16 @@ def build(root: Path, runs: int) -> list[str]:
     return names
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
+def timed(argv: list[str], checkout: Path, index_dir: Path) -> tuple[float, float, str]:
+    """Wall and CPU seconds of one command run from `checkout` (its repro), and its output."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), "REPRO_INDEX_DIR": str(index_dir)}
     before, began = os.times(), time.perf_counter()
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
+    proc = subprocess.run(argv, cwd=checkout, env=env, capture_output=True, text=True, check=False)
     wall, after = time.perf_counter() - began, os.times()
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-    return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return wall, cpu, proc.stdout
 
 
 def main() -> None:
@@ -62,6 +68,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5000)
     ap.add_argument("--dir", default="/tmp/repro-compare-scale")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--peer", type=Path, metavar="CHECKOUT",
+                    help="another checkout of repro whose commands run as a peer (the old path), e.g. /work/main")
     args = ap.parse_args()
     root = Path(args.dir)
     old, new = build(root, args.runs)
@@ -70,17 +78,25 @@ def main() -> None:
                 "compare OLD NEW": [*repro, "compare", old, new, "--store", str(root)],
                 "results scaling OLD": [*repro, "results", "scaling", old, "--store", str(root)],
                 "results table OLD NEW": [*repro, "results", "table", old, new, "--store", str(root)]}
-    for argv in commands.values():
-        timed(argv)  # the index is built, bytecode cached
-    times: dict[str, list[tuple[float, float]]] = {k: [] for k in commands}
+    sides = {"this": REPO, **({"peer": args.peer.resolve()} if args.peer else {})}
+    outputs: dict[tuple[str, str], str] = {}
+    for side, checkout in sides.items():
+        for label, argv in commands.items():  # the index is built, bytecode cached
+            outputs[side, label] = timed(argv, checkout, root / f"index-{side}")[2]
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {(s, k): [] for s in sides for k in commands}
+    loads = [os.getloadavg()[0]]
     for _ in range(args.repeats):
         for label, argv in commands.items():
-            times[label].append(timed(argv))
-    print(f"{args.runs:,} runs a side; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; medians of "
-          f"{args.repeats}")
-    for label, got in times.items():
-        print(f"  {label:24} CPU {statistics.median(c for _, c in got):6.2f} s   wall "
-              f"{statistics.median(w for w, _ in got):6.2f} s")
+            for side, checkout in sides.items():  # interleaved: a change of the machine's load hits both
+                times[side, label].append(timed(argv, checkout, root / f"index-{side}")[:2])
+        loads.append(os.getloadavg()[0])
+    print(f"{args.runs:,} runs a side; load {min(loads):.1f}-{max(loads):.1f} (1-minute average, /proc/loadavg) on "
+          f"{os.cpu_count()} CPUs; medians of {args.repeats}")
+    for (side, label), got in times.items():
+        same = "" if side == "this" else ("  output identical" if outputs[side, label] == outputs["this", label]
+                                          else "  OUTPUT DIFFERS")
+        print(f"  {side:4} {label:24} CPU {statistics.median(c for _, c in got):6.2f} s   wall "
+              f"{statistics.median(w for w, _ in got):6.2f} s{same}")
 
 
 if __name__ == "__main__":

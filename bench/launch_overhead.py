@@ -9,7 +9,9 @@ subtracting two noisy totals:
   repro     `repro bench ... --repeats N` and a 1-point sweep; every stored record carries `duration_s`, the
             launcher line's own wall time (process start to exit), so
             outside(N) = wall time of `repro bench` - sum of its records' duration_s
-            per point after the first = (outside(N) - outside(1)) / (N - 1)
+            per point after the first = (outside(N) - outside(1)) / (N - 1); and, within one sweep (free of the
+            start-up's noise), from each run's condition windows: the previous run's after-window + its own
+            before-window + its during-windows beyond its launcher line
             start-up (inventory, the one host software probe, imports) = outside(1)
   raw       the exact line `repro bench --dry-run` prints for that point, run the same number of times, to show
             that repro's `duration_s` is the line's own cost (median raw line / median duration_s, noisy).
@@ -46,6 +48,24 @@ def repro_run(points: int, store: str) -> tuple[float, list[float]]:
     return wall, durations
 
 
+def gaps(store: str) -> list[float]:
+    """Seconds outside the launcher between consecutive points of one sweep, from its records' own condition
+    windows (robust to the start-up's noise, which the difference of two sweeps is not): the previous run's
+    after-window, this run's before-window, and what its during-windows hold beyond its launcher line."""
+    records = sorted((json.loads(p.read_text()) for p in Path(store).glob("runs/*/*.json")), key=lambda r: r["id"])
+    out, after = [], None
+    for r in records:
+        hosts = list(((r.get("conditions") or {}).get("hosts") or {}).values())
+        if not hosts:
+            return []
+        windows = {ph: sum(s["seconds"] for s in hosts[0]["samples"] if s["phase"] == ph)
+                   for ph in ("before", "during", "after")}
+        if after is not None:
+            out.append(after + windows["before"] + max(0.0, windows["during"] - r["duration_s"]))
+        after = windows["after"]
+    return out
+
+
 def raw_line() -> list[str]:
     """The launcher line of the point, from the dry run (`[host] env K=V ... mpirun ...`)."""
     out = subprocess.run([sys.executable, "-m", "repro", "bench", *POINT, "--repeats", "1", "--dry-run"],
@@ -76,7 +96,7 @@ def main() -> None:
     if args.points < 2:
         ap.error("--points must be at least 2")
     line = raw_line()
-    per_point, startup, inside, raw = [], [], [], []
+    per_point, startup, inside, raw, windows = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             for side in (("repro", "raw") if repeat % 2 == 0 else ("raw", "repro")):
@@ -85,6 +105,7 @@ def main() -> None:
                     continue
                 wall1, d1 = repro_run(1, f"{tmp}/s{repeat}a")
                 walln, dn = repro_run(args.points, f"{tmp}/s{repeat}b")
+                windows += gaps(f"{tmp}/s{repeat}b")
                 out1, outn = wall1 - sum(d1), walln - sum(dn)
                 startup.append(out1)
                 per_point.append((outn - out1) / (args.points - 1))
@@ -93,11 +114,15 @@ def main() -> None:
                       f" launcher; 1 point in {wall1:.1f} s, {out1:.2f} s outside", file=sys.stderr)
     print(f"repro per point after the first: {statistics.median(per_point):.2f} s (target <= 1 s); "
           f"per repeat: {', '.join(f'{x:.2f}' for x in per_point)}")
-    print(f"repro start-up (1-point sweep, outside the launcher): {statistics.median(startup):.2f} s")
+    if windows:
+        print(f"repro per point after the first, from the runs' condition windows: {statistics.median(windows):.2f} s"
+              f" (median of {len(windows)}; {min(windows):.2f}-{max(windows):.2f} s)")
+    print(f"repro start-up (1-point sweep, outside the launcher): {statistics.median(startup):.2f} s "
+          f"(per repeat: {', '.join(f'{x:.2f}' for x in startup)})")
     print(f"launcher line: raw {statistics.median(raw):.1f} s, inside repro {statistics.median(inside):.1f} s "
           f"(ratio {statistics.median(raw) / statistics.median(inside):.2f}, medians of {len(raw)} and {len(inside)};"
           f" the workload's own start-up dominates and is noisy)")
-    print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (1-minute, /proc/loadavg)")
 
 
 if __name__ == "__main__":

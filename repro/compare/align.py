@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro.errors import ResultsError
-from repro.results.provenance import HostFacts
+from repro.results.hardware import parts as hardware_parts
 from repro.results.record import RunRecord, Settings
 from repro.secrets import is_redacted
 from repro.workloads.catalog import kind_of
@@ -50,7 +50,7 @@ def setting(settings: Settings, name: str) -> Any:
 
 
 def setting_names(records: Sequence[RunRecord]) -> list[str]:
-    extra = sorted({k for r in records for k in r.settings.extra})
+    extra = sorted({k for s in _distinct_settings(records) for k in s.extra})
     return [*FIELDS, *(f"extra.{k}" for k in extra)]
 
 
@@ -119,8 +119,13 @@ class Alignment:
     notes: tuple[str, ...] = ()
 
 
-def _values(records: Sequence[RunRecord], name: str) -> set:
-    return {_hashable(setting(r.settings, name)) for r in records}
+def _distinct_settings(records: Sequence[RunRecord]) -> list[Settings]:
+    """Each settings object once: runs read from the store's index share one per distinct settings."""
+    return list({id(r.settings): r.settings for r in records}.values())
+
+
+def _values(settings: Sequence[Settings], name: str) -> set:
+    return {_hashable(setting(s, name)) for s in settings}
 
 
 def _hashable(value: Any) -> Any:
@@ -153,8 +158,9 @@ def align(old: Sequence[RunRecord], new: Sequence[RunRecord], *, hosts_are_compa
                            f"{', '.join(sorted(new_kinds))} runs: there is nothing in common to compare")
     compared: list[Change] = []
     keys: list[str] = []
+    old_settings, new_settings = _distinct_settings(old), _distinct_settings(new)
     for name in setting_names([*old, *new]):
-        a, b = _values(old, name), _values(new, name)
+        a, b = _values(old_settings, name), _values(new_settings, name)
         constant_difference = len(a) == 1 and len(b) == 1 and a != b
         if constant_difference and name not in ALWAYS_KEYS and (name != "hosts" or hosts_are_compared):
             old_value, new_value = next(iter(a)), next(iter(b))
@@ -164,8 +170,14 @@ def align(old: Sequence[RunRecord], new: Sequence[RunRecord], *, hosts_are_compa
         else:
             keys.append(name)
 
+    known: dict[int, Key] = {}  # by settings object (each alive, so no id is reused while aligning)
+
     def key_of(record: RunRecord) -> Key:
-        return tuple((name, _hashable(setting(record.settings, name))) for name in keys)
+        key = known.get(id(record.settings))
+        if key is None:
+            key = known[id(record.settings)] = tuple((name, _hashable(setting(record.settings, name)))
+                                                     for name in keys)
+        return key
 
     def grouped(records: Sequence[RunRecord]) -> dict[Key, list[RunRecord]]:
         out: dict[Key, list[RunRecord]] = defaultdict(list)
@@ -259,25 +271,6 @@ class Hardware:
         return ", ".join(parts) or "unknown"
 
 
-def gpu_model(device: str) -> str:
-    """The model in a rank's device string: 'GPU:0 Tesla V100-SXM2-16GB' -> 'Tesla V100-SXM2-16GB', 'CPU' -> 'CPU'."""
-    text = device.strip()
-    head, _, rest = text.partition(" ")
-    if head.upper().startswith("GPU") and rest.strip():
-        return rest.strip()
-    return text
-
-
-def _link(host: HostFacts) -> str | None:
-    """'infiniband 100 Gb/s' from a host's MPI/NCCL interface and its kind."""
-    iface = host.interface
-    if not iface.name:
-        return None
-    kind = next((i.kind for i in host.interfaces if i.name == iface.name), None)
-    gbps = iface.link_gbps
-    return f"{kind or iface.name}" + (f" {gbps:g} Gb/s" if gbps is not None else "")
-
-
 def hardware(records: Sequence[RunRecord]) -> Hardware:
     """The hardware of a side: GPU models from the ranks' device strings and the hosts' facts (or the declared
     hardware of imported figures), interconnects from the hosts' facts (the MPI/NCCL interface's kind and
@@ -285,20 +278,11 @@ def hardware(records: Sequence[RunRecord]) -> Hardware:
     gpus: set[str] = set()
     nets: set[str] = set()
     systems: set[str] = set()
-    for r in records:
-        gpus |= {gpu_model(rank.device) for rank in r.ranks if rank.device}
-        if r.hardware is not None:
-            gpus |= {r.hardware.gpu} if r.hardware.gpu else set()
-            nets |= {r.hardware.interconnect} if r.hardware.interconnect else set()
-        for host in r.facts.values():
-            gpus |= {g.name for g in host.gpus if g.name}
-            link = _link(host)
-            if link:
-                nets.add(link)
-        if r.published is not None and r.published.system:
-            systems.add(r.published.system)
-        elif isinstance(r.settings.extra.get("system"), str):
-            systems.add(r.settings.extra["system"])
+    for r in records:  # each run's part as the store's index keeps it (repro.results.hardware)
+        run_gpus, run_nets, run_systems = hardware_parts(r)
+        gpus.update(run_gpus)
+        nets.update(run_nets)
+        systems.update(run_systems)
     hosts = {r.settings.hosts for r in records if r.settings.hosts is not None}  # unknown hosts: not a count
     unnamed = bool(records) and not gpus and not systems and all(r.origin == "import" for r in records)
     return Hardware(tuple(sorted(gpus)), tuple(sorted(nets)), tuple(sorted(systems)), tuple(sorted(hosts)), unnamed)

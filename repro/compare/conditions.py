@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -79,6 +80,10 @@ METRICS = (
     _Metric("CPU clock", " MHz", lambda h: cond.summarize(h).mhz, lambda level, cpus: CLOCK_FLOOR * level, 0),
     _Metric("GPU SM clock", " MHz", lambda h: cond.summarize(h).gpu_sm_mhz, lambda level, cpus: CLOCK_FLOOR * level, 0),
 )
+
+
+# Student's t quantiles of the few distinct run counts a comparison has, once each (each is a root search)
+_t_quantile = lru_cache(maxsize=256)(stats.t_quantile)
 
 
 def _values(records: Sequence[RunRecord], host: str, metric: _Metric) -> list[float]:
@@ -192,6 +197,6 @@ def instability(records: Sequence[RunRecord], side: str, warmup: str = steady.FI
         resid = logs - (slope * x + intercept)
         se = math.sqrt(float(resid @ resid) / (len(x) - 2) / float(((x - x.mean()) ** 2).sum()))
         drift = math.expm1(slope * (len(x) - 1))
-        if (se == 0 or abs(slope) / se > stats.t_quantile(0.975, len(x) - 2)) and abs(drift) > stats.DEFAULT_THRESHOLD:
+        if (se == 0 or abs(slope) / se > _t_quantile(0.975, len(x) - 2)) and abs(drift) > stats.DEFAULT_THRESHOLD:
             out.append(f"{side}: figures drifted by {drift:+.0%} from the first run to the last, in the order they ran")
     return tuple(out)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro.compare.align import Change, format_value
+from repro.results.indexed import provenance_key
 from repro.results.record import RunRecord
 
 LABELS = frozenset({"name", "description"})  # a stack's labels are not content (see canonical.py)
@@ -161,8 +162,18 @@ class Changes:
         return ", ".join(parts)
 
 
+def one_per_provenance(records: Sequence[RunRecord]) -> list[RunRecord]:
+    """The first record of each distinct provenance (repro.results.indexed.provenance_key): the manifests, locks
+    and software of the others are the same, so only these are read whole."""
+    first: dict[str, RunRecord] = {}
+    for r in records:
+        first.setdefault(provenance_key(r), r)
+    return list(first.values())
+
+
 def changes(old: Sequence[RunRecord], new: Sequence[RunRecord], settings: Sequence[Change],
             hardware: Sequence[Change]) -> Changes:
     """Collect every kind of difference between the sides."""
+    old, new = one_per_provenance(old), one_per_provenance(new)
     return Changes(manifest_diff(old, new), lock_diff(old, new), tuple(settings), tuple(hardware),
                    software_diff(old, new))

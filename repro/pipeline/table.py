@@ -47,7 +47,7 @@ def runs_table(root: str | Path | None, selectors: Sequence[str], filters: Filte
     if selectors:
         records = records_of([select(s, store, filters) for s in selectors])
     else:  # only the runs of the kinds asked for are parsed
-        records = store.read_all(s for s in store.summaries() if filters.matches(s) and wanted(kind_of(s.workload)))
+        records = store.indexed(s for s in store.summaries() if filters.matches(s) and wanted(kind_of(s.workload)))
     records = [r for r in records if wanted(kind_of(r.settings.workload))]
     if throughput_first and not kind:  # the scaling table, as before `table` existed
         records = [r for r in records if kind_of(r.settings.workload) == "throughput"] or records

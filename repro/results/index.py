@@ -27,110 +27,32 @@ import hashlib
 import importlib.util
 import os
 import sqlite3
-import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from repro.errors import ResultsError
+from repro.results import index_files as files
+from repro.results.index_files import INDEX_NAME, Signature, index_path
+from repro.results.indexed import BRIEF_COLUMNS, Brief
 from repro.results.jsonfile import UnreadableRecord, read_record
+from repro.results.summary import COLUMNS, Broken, Summary, columns, summarize, unusable
 
 if TYPE_CHECKING:  # listing from the index needs neither pydantic nor numpy
     from repro.results.record import RunRecord
 
-INDEX_FORMAT = 1
-INDEX_NAME = "index.sqlite"
+__all__ = ["INDEX_NAME", "Broken", "Index", "Summary", "index_key", "index_path", "summarize"]
+
+INDEX_FORMAT = 2  # 2: each record's brief (repro.results.indexed)
 RACY_NS = 2_000_000_000
 CHUNK = 500  # files parsed between two commits while indexing
 ANNOUNCE = 2000  # say so on stderr when a sync has to read more files than this
 BUSY_TIMEOUT_S = 60.0
-NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs",
-                       "fuse.sshfs", "fuse.glusterfs", "9p", "afs", "panfs", "wekafs")
 # modules whose code decides a summary's content: a change there rebuilds every index
-SUMMARY_MODULES = ("repro.results.record", "repro.results.metrics", "repro.results.stats", "repro.results.index")
-
-
-class Summary(NamedTuple):
-    """What the index keeps of one record: enough to list, filter and find it without parsing the file.
-
-    A named tuple, not a dataclass: a listing of the whole store makes one per record, and a tuple is
-    built several times faster.
-    """
-
-    path: str  # relative to the store's runs/ directory: "<stack-hash>/<record-id>.json"
-    id: str
-    created: str
-    stack: str
-    stack_hash: str
-    status: str
-    origin: str
-    workload: str
-    model: str | None
-    batch_per_worker: int | None
-    precision: str
-    workers: int
-    hosts: int
-    sweep_id: str | None
-    sweep_point: str | None
-    sweep_repeat: int | None
-    images_per_sec: float | None
-    failure: str | None
-
-    @property
-    def dir(self) -> str:
-        """The directory under runs/ the file is in (the stack hash it was stored under)."""
-        return self.path.split("/", 1)[0]
-
-    def identity(self) -> tuple:
-        """The fields a query selects on: a loaded record must still have these to be the one listed."""
-        return (self.id, self.stack, self.stack_hash, self.status, self.origin, self.workload, self.model,
-                self.batch_per_worker, self.precision, self.workers, self.hosts, self.sweep_id, self.sweep_point,
-                self.sweep_repeat)
-
-
-COLUMNS = Summary._fields[1:]  # every field but path (kept as dir, name)
-
-
-def summarize(path: str, record: RunRecord) -> Summary:
-    """The summary of one record; figures come from repro.results.metrics, never recomputed here."""
-    from repro.results.metrics import throughput
-
-    s, sweep = record.settings, record.sweep
-    return Summary(path, record.id, record.created, record.stack.name, record.stack.hash, record.status,
-                   record.origin, s.workload, s.model, s.batch_per_worker, s.precision, s.workers, s.hosts,
-                   sweep.id if sweep else None, sweep.point if sweep else None, sweep.repeat if sweep else None,
-                   throughput(record), record.failure)
-
-
-SQLITE_INT = (-(2**63), 2**63 - 1)
-
-
-def _columns(path: str, record: RunRecord) -> tuple:
-    """(error, newer, *summary columns) of a parsed record; a record whose summary SQLite cannot hold (an
-    integer beyond 64 bits, a number that is not finite where a count is expected) is kept as unusable,
-    with the field named, so that one bad record never breaks the index for the others."""
-    try:
-        summary = summarize(path, record)
-    except (ArithmeticError, ValueError, TypeError) as exc:
-        return (f"unusable record: its figures cannot be computed ({type(exc).__name__}: {exc})"[:300], 0,
-                *([None] * len(COLUMNS)))
-    for field_name, value in zip(Summary._fields, summary, strict=True):
-        if isinstance(value, int) and not SQLITE_INT[0] <= value <= SQLITE_INT[1]:
-            shown = f"a number of {len(str(abs(value)))} digits" if abs(value) >= 10**30 else str(value)
-            return (f"unusable record: {field_name} is {shown}, beyond what repro can index", 0,
-                    *([None] * len(COLUMNS)))
-    return (None, 0, *summary[1:])
-
-
-@dataclass(frozen=True)
-class Broken:
-    """A record file the index could not read."""
-
-    path: str  # relative to runs/
-    reason: str
-    newer: bool  # written by a newer repro
+SUMMARY_MODULES = ("repro.results.record", "repro.results.metrics", "repro.results.stats", "repro.results.summary",
+                   "repro.results.index", "repro.results.indexed", "repro.results.steady", "repro.results.hardware",
+                   "repro.results.conditions", "repro.results.fabric")
 
 
 def index_key() -> str:
@@ -141,56 +63,6 @@ def index_key() -> str:
         if spec and spec.origin and os.path.exists(spec.origin):
             digest.update(Path(spec.origin).read_bytes())
     return digest.hexdigest()[:16]
-
-
-def _mount_type(path: Path) -> str:
-    """The filesystem type of the mount holding `path` ("" when unknown)."""
-    try:
-        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as fh:
-            mounts = [line.split()[1:3] for line in fh if len(line.split()) > 2]
-    except OSError:
-        return ""
-    target = str(path.resolve())
-    best, kind = "", ""
-    for point, fstype in mounts:
-        point = point.replace("\\040", " ")
-        inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best):
-            best, kind = point, fstype
-    return kind
-
-
-def _cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "repro" / "index"
-
-
-def index_path(root: Path) -> Path:
-    """Where the index of the store at `root` lives (see the module's docstring)."""
-    name = _cache_name(root)
-    if os.environ.get("REPRO_INDEX_DIR"):
-        return Path(os.environ["REPRO_INDEX_DIR"]) / name
-    if _mount_type(root) in NETWORK_FILESYSTEMS:
-        return _cache_dir() / name
-    return root / INDEX_NAME
-
-
-def _writable(path: Path) -> bool:
-    folder = path.parent
-    if not folder.is_dir():
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return False
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return False
-    return not path.exists() or os.access(path, os.R_OK | os.W_OK)
-
-
-def _create(path: Path) -> None:
-    """An empty file, only where none is: closing a descriptor of a database this process has open would drop
-    SQLite's POSIX locks on it, and another process could then delete the WAL files under it."""
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666))
 
 
 def _corrupt(exc: sqlite3.DatabaseError) -> bool:
@@ -206,15 +78,12 @@ CREATE TABLE IF NOT EXISTS files (
     dir TEXT NOT NULL, name TEXT NOT NULL,
     size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, checked_ns INTEGER NOT NULL,
     error TEXT, newer INTEGER NOT NULL DEFAULT 0,
-    {", ".join(COLUMNS)},
+    {", ".join(COLUMNS)}, {", ".join(BRIEF_COLUMNS)},
     PRIMARY KEY (dir, name));
 CREATE TABLE IF NOT EXISTS dirs (dir TEXT PRIMARY KEY, digest TEXT NOT NULL, settled INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS files_name ON files (name);
 CREATE INDEX IF NOT EXISTS files_stack ON files (stack);
 """
-
-Signature = tuple[int, int, int]  # size, mtime_ns, inode
-
 
 class Index:
     """The SQLite index of one store's runs/ directory."""
@@ -228,13 +97,13 @@ class Index:
 
     # -- connection
     def _connect(self) -> sqlite3.Connection:
-        candidates = [self.path, _cache_dir() / _cache_name(self.root)]
+        candidates = [self.path, files.cache_dir() / files.cache_name(self.root)]
         for path in candidates:
-            if not _writable(path):
+            if not files.writable(path):
                 continue
             try:
                 if not path.exists():  # created with the mode the umask gives (SQLite's own is 0644)
-                    _create(path)
+                    files.create_empty(path)
                 db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             except (OSError, sqlite3.OperationalError):
                 continue
@@ -311,7 +180,7 @@ class Index:
     def _sync(self) -> None:
         db = self.db
         runs = str(self.runs)
-        on_disk = sorted(e.name for e in _scandir(self.runs) if e.is_dir() and not e.name.startswith("."))
+        on_disk = sorted(e.name for e in files.scandir(self.runs) if e.is_dir() and not e.name.startswith("."))
         known = {d: (digest, settled) for d, digest, settled in db.execute("SELECT dir, digest, settled FROM dirs")}
         indexed = {r[0] for r in db.execute("SELECT DISTINCT dir FROM files")} | set(known)
         for gone in indexed - set(on_disk):
@@ -323,8 +192,8 @@ class Index:
         work = []
         for directory in on_disk:
             now = time.time_ns()  # before the stat calls: a file changed after them has a later mtime
-            disk = _listing(os.path.join(runs, directory))
-            digest = _digest(disk)
+            disk = files.listing(os.path.join(runs, directory))
+            digest = files.listing_digest(disk)
             if known.get(directory) == (digest, 1):
                 continue  # nothing added, removed or changed since a sync that found every file settled
             changed, removed = self._diff(directory, disk, now)
@@ -374,15 +243,15 @@ class Index:
         except FileNotFoundError:
             return None
         except UnreadableRecord as exc:
-            return (directory, name, *sig, checked, exc.reason, int(exc.newer), *([None] * len(COLUMNS)))
-        return (directory, name, *sig, checked, *_columns(f"{directory}/{name}", record))
+            return (directory, name, *sig, checked, *unusable(exc.reason, exc.newer))
+        return (directory, name, *sig, checked, *columns(f"{directory}/{name}", record))
 
     def add(self, path: Path, record: RunRecord) -> None:
         """Index a file just written (by Store.put), so the next sync need not read it."""
         st = path.stat()
         directory, name = path.parent.name, path.name
         row = (directory, name, st.st_size, st.st_mtime_ns, st.st_ino, time.time_ns(),
-               *_columns(f"{directory}/{name}", record))
+               *columns(f"{directory}/{name}", record))
 
         def add() -> None:
             with _transaction(self.db):
@@ -427,13 +296,28 @@ class Index:
         return self._guarded(lambda: [Broken(p, e, bool(n)) for p, e, n in self.db.execute(sql + " ORDER BY name",
                                                                                             params)])
 
+    def briefs(self, dirs: Sequence[str]) -> dict[str, Brief]:
+        """The briefs of the readable records in these directories (repro.results.indexed), by path under runs/."""
+        def briefs() -> dict[str, Brief]:
+            out: dict[str, Brief] = {}
+            for start in range(0, len(dirs), CHUNK):  # SQLite bounds the variables of one statement
+                part = list(dirs[start:start + CHUNK])
+                rows = self.db.execute(f"SELECT dir || '/' || name, {', '.join(BRIEF_COLUMNS)} FROM files WHERE error "
+                                       f"IS NULL AND b_settings IS NOT NULL AND dir IN ({', '.join('?' * len(part))})",
+                                       part)
+                out.update((row[0], row[1:]) for row in rows)
+            return out
+
+        return self._guarded(briefs)
+
     def dirs(self) -> list[str]:
         """The directories under runs/ that hold indexed files."""
         return self._guarded(lambda: [r[0] for r in self.db.execute("SELECT DISTINCT dir FROM files ORDER BY dir")])
 
 
+_STORED = (*COLUMNS, *BRIEF_COLUMNS)
 _UPSERT = (f"INSERT OR REPLACE INTO files (dir, name, size, mtime_ns, ino, checked_ns, error, newer, "
-           f"{', '.join(COLUMNS)}) VALUES ({', '.join('?' * (8 + len(COLUMNS)))})")
+           f"{', '.join(_STORED)}) VALUES ({', '.join('?' * (8 + len(_STORED)))})")
 
 
 def _stored_key(db: sqlite3.Connection) -> str | None:
@@ -442,43 +326,6 @@ def _stored_key(db: sqlite3.Connection) -> str | None:
     except sqlite3.OperationalError:  # no such table: a new index
         return None
     return row[0] if row else None
-
-
-def _cache_name(root: Path) -> str:
-    resolved = root.resolve()
-    return f"{resolved.name or 'store'}-{hashlib.sha256(str(resolved).encode()).hexdigest()[:12]}.sqlite"
-
-
-def _listing(path: str) -> dict[str, Signature]:
-    """Record files of one directory: name -> (size, mtime_ns, inode); hidden and temporary files left out."""
-    out: dict[str, Signature] = {}
-    try:
-        with os.scandir(path) as entries:
-            for entry in entries:
-                name = entry.name
-                if name.endswith(".json") and not name.startswith("."):
-                    try:
-                        st = entry.stat()
-                    except OSError:
-                        continue
-                    if stat.S_ISREG(st.st_mode):
-                        out[name] = (st.st_size, st.st_mtime_ns, st.st_ino)
-    except FileNotFoundError:
-        pass
-    return out
-
-
-def _digest(listing: dict[str, Signature]) -> str:
-    """One value for a directory's listing: equal digests, same files with the same signatures."""
-    return hashlib.sha1(repr(sorted(listing.items())).encode(), usedforsecurity=False).hexdigest()
-
-
-def _scandir(path: Path) -> Iterator[os.DirEntry]:
-    try:
-        with os.scandir(path) as it:
-            yield from it
-    except FileNotFoundError:
-        return
 
 
 class _transaction:

@@ -25,12 +25,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from repro.results import conditions, stats, steady
+from repro.results.memo import Memo
 from repro.results.record import RunRecord, Settings
 
 # Where an imported run keeps the figure its log printed (e.g. tf_cnn_benchmarks' `total images/sec`):
 # the first of these fields holding a positive number is the run's figure. Only for origin "import".
 REPORTED_FIELDS = ("reported_images_per_sec", "total_images_per_sec")
 MEASURED, REPORTED, PUBLISHED = "measured", "reported", "published"
+_MEMO = Memo()  # a run's step times and images/sec, once per command (repro.results.memo)
 
 
 def global_step_times(record: RunRecord, warmup: str = steady.FIXED) -> list[float]:
@@ -40,14 +42,18 @@ def global_step_times(record: RunRecord, warmup: str = steady.FIXED) -> list[flo
     window's edges; the slowest total is the job's time. (A per-step maximum would add up every
     rank's timing jitter instead.)
     """
+    return list(_MEMO.get(record, ("steps", warmup), lambda: _global_step_times(record, warmup)))
+
+
+def _global_step_times(record: RunRecord, warmup: str) -> tuple[float, ...]:
     ranks = [r for r in record.ranks if r.step_times]
     if not ranks:
-        return []
+        return ()
     start = steady.run_start(record) if warmup == steady.AUTO else None
     series = [steady.window(r, warmup, start) for r in ranks]
     n = min(len(s) for s in series)
     slowest = max(series, key=lambda s: sum(s[:n]))
-    return [float(x) for x in slowest[:n]]
+    return tuple(float(x) for x in slowest[:n])
 
 
 def items_per_step(record: RunRecord) -> int:
@@ -72,6 +78,10 @@ def reported(record: RunRecord) -> float | None:
 
 def source(record: RunRecord) -> str:
     """Where a run's figure comes from: measured (its samples), reported (its log) or published."""
+    return _MEMO.get(record, "source", lambda: _source(record))
+
+
+def _source(record: RunRecord) -> str:
     if record.published is not None:
         return PUBLISHED
     return REPORTED if reported(record) is not None else MEASURED
@@ -86,13 +96,18 @@ def throughput(record: RunRecord, warmup: str = steady.FIXED) -> float | None:
     """THE images/sec of one run (module docstring); None for a failed run or one without samples."""
     if record.status != "ok":
         return None
+    return _MEMO.get(record, ("throughput", warmup), lambda: _throughput(record, warmup))
+
+
+def _throughput(record: RunRecord, warmup: str) -> float | None:
     figure = reported(record)
     return figure if figure is not None else measured_throughput(record, warmup)
 
 
 def stored_warmup(record: RunRecord) -> str:
     """The warm-up window the record's stored figure was derived with (metrics["warmup"]; fixed when unsaid)."""
-    return steady.AUTO if record.metrics.get("warmup") == steady.AUTO else steady.FIXED
+    return _MEMO.get(record, "stored_warmup",
+                     lambda: steady.AUTO if record.metrics.get("warmup") == steady.AUTO else steady.FIXED)
 
 
 def common_warmup(records: Iterable[RunRecord]) -> str:
@@ -126,6 +141,11 @@ def for_storage(record: RunRecord, warmup: str | None = None) -> RunRecord:
     """The record as the store keeps it: each rank's detected warm-up, and the one images/sec in metrics (derived
     with `warmup`: the sweep's --warmup)."""
     return with_figure(record.model_copy(update={"ranks": steady.annotate(record.ranks)}), warmup)
+
+
+def sample_count(record: RunRecord, warmup: str = steady.FIXED) -> int:
+    """How many global step times the run has (those of sample_times)."""
+    return _MEMO.get(record, ("samples", warmup), lambda: len(global_step_times(record, warmup)))
 
 
 def sample_times(record: RunRecord, warmup: str = steady.FIXED) -> list[float]:
@@ -173,7 +193,7 @@ class Point:
     @property
     def run_steps(self) -> list[list[float]]:
         """Each measured run's global step times (for step-noise intervals); empty for published points."""
-        if any(r.published is not None for r in self.records):
+        if PUBLISHED in self.sources:
             return []
         return [s for s in (sample_times(r, self.warmup) for r in self.records) if s]
 
@@ -182,17 +202,39 @@ class Point:
         return tuple(dict.fromkeys(source(r) for r in self.records))
 
 
+def settings_key(settings: Settings) -> tuple:
+    """settings.key(), once per settings object (runs read from the index share one per distinct settings)."""
+    return _MEMO.get(settings, "key", settings.key)
+
+
 def point_key(record: RunRecord) -> tuple:
-    return (record.stack.hash, record.settings.key())
+    return (record.stack.hash, settings_key(record.settings))
+
+
+# A point's estimate by (confidence, window, its runs): a comparison estimates each point twice (as an aligned
+# point, then in its side's scaling series); the runs are kept with the value, so their ids are never reused.
+_ESTIMATES: dict[tuple, tuple[tuple[RunRecord, ...], stats.Estimate | None]] = {}
 
 
 def estimate(point: Point, confidence: float = stats.DEFAULT_CONFIDENCE) -> stats.Estimate | None:
     """A point's figure and interval: over runs from 2 runs on; one run: its step noise (scope "steps")."""
+    key = (confidence, point.warmup, *map(id, point.records))
+    hit = _ESTIMATES.get(key)
+    if hit is not None:  # the same ids, of runs kept alive by the entry: the same runs
+        return hit[1]
+    if len(_ESTIMATES) >= 10_000:
+        _ESTIMATES.clear()
+    value = _estimate(point, confidence)
+    _ESTIMATES[key] = (point.records, value)
+    return value
+
+
+def _estimate(point: Point, confidence: float) -> stats.Estimate | None:
     values = point.repeat_values
-    steps = point.run_steps
-    samples = sum(len(s) for s in steps)
+    samples = 0 if PUBLISHED in point.sources else sum(sample_count(r, point.warmup) for r in point.records)
     if len(values) >= stats.MIN_RUNS or not values:
         return stats.run_estimate(values, confidence=confidence, samples=samples)
+    steps = point.run_steps  # one run: its step times give the interval (only here are they read)
     if len(steps) == 1:
         return stats.step_estimate(values[0], steps, confidence=confidence)
     return stats.run_estimate(values, confidence=confidence, samples=samples)

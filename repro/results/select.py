@@ -110,6 +110,8 @@ class RecordSource(Protocol):
 
     def read(self, summary: Summary) -> RunRecord | None: ...
 
+    def indexed(self, summaries: Iterable[Summary]) -> list[RunRecord]: ...
+
 
 @dataclass(frozen=True)
 class _Parsed:
@@ -119,6 +121,9 @@ class _Parsed:
 
     def read(self, summary: Summary) -> RunRecord | None:
         return self.records.get(summary.path)
+
+    def indexed(self, summaries: Iterable[Summary]) -> list[RunRecord]:
+        return [r for r in (self.read(s) for s in summaries) if r is not None]
 
 
 @dataclass(frozen=True)
@@ -136,8 +141,9 @@ class Selection:
 
     @cached_property
     def records(self) -> tuple[RunRecord, ...]:
-        """The selected records, parsed (a file that changed or broke since the scan is skipped with a warning)."""
-        return tuple(r for r in (self.source.read(s) for s in self.summaries) if r is not None)
+        """The selected runs: from the store's index, each record file parsed only where more than its figures and
+        settings is needed (repro.results.indexed); a file that broke since the scan is skipped with a warning."""
+        return tuple(self.source.indexed(self.summaries))
 
     @property
     def failed(self) -> int:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from repro.results.memo import Memo
 from repro.results.record import RankResult, RunRecord
 
 FIXED, AUTO = "fixed", "auto"
@@ -90,9 +91,12 @@ def series(rank: RankResult) -> list[float]:
     return [*rank.warmup_times, *rank.step_times]
 
 
+_MEMO = Memo()  # a rank's steady state, and a run's issues, once per command (repro.results.memo)
+
+
 def rank_steady(rank: RankResult) -> Steady:
     """The detected steady state of one rank."""
-    return detect(series(rank))
+    return _MEMO.get(rank, "steady", lambda: detect(series(rank)))
 
 
 def window(rank: RankResult, mode: str = FIXED, start: int | None = None) -> list[float]:
@@ -149,6 +153,10 @@ def _effect(rank: RankResult, start: int) -> float:
 
 def issues(record: RunRecord, mode: str = FIXED) -> tuple[Issue, ...]:
     """Ranks that never became steady, or (fixed mode) whose fixed warm-up ended before their transient."""
+    return _MEMO.get(record, ("issues", mode), lambda: _issues(record, mode))
+
+
+def _issues(record: RunRecord, mode: str) -> tuple[Issue, ...]:
     out = []
     for rank in record.ranks:
         if not rank.step_times:

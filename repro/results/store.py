@@ -26,11 +26,13 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from repro.errors import ResultsError
 from repro.results.index import Broken, Index, Summary, summarize
+from repro.results.indexed import IndexedRun
 from repro.results.jsonfile import UnreadableRecord, read_record, write_json_atomic
 
 if TYPE_CHECKING:  # pydantic models: imported where used, so that listing the store stays light
@@ -169,6 +171,30 @@ class Store:
             self.warn(f"warning: {path}: changed while repro was reading the store; skipped")
             return None
         self._cache[summary.path] = record
+        return record
+
+    def indexed(self, summaries: Iterable[Summary]) -> list[RunRecord]:
+        """The runs of these summaries, in order, as the index holds them (repro.results.indexed): a record file is
+        parsed only when a run is asked for more than its brief holds. A run without a brief is read whole."""
+        wanted = list(summaries)
+        briefs = self.index.briefs(sorted({s.dir for s in wanted})) if wanted else {}
+        out: list[RunRecord] = []
+        for s in wanted:
+            texts = briefs.get(s.path)
+            if texts is None:
+                record = self.read(s)
+                if record is not None:
+                    out.append(record)
+                continue
+            out.append(IndexedRun(s, texts, partial(self._reread, s)))  # type: ignore[arg-type]  # a RunRecord's stand-in
+        return out
+
+    def _reread(self, summary: Summary) -> RunRecord:
+        """The record file of a run read from the index; an error if it changed since (its figures were printed)."""
+        record = self.read(summary)
+        if record is None or summarize(summary.path, record) != summary:  # its figure too: never a mix of both
+            raise ResultsError(f"{self.runs / summary.path}: changed or removed while repro was reading the store",
+                               hint="run the command again")
         return record
 
     def read_all(self, summaries: Iterable[Summary]) -> list[RunRecord]:

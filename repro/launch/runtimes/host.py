@@ -3,6 +3,7 @@ they match the stack and refusing otherwise."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,8 +28,9 @@ from repro.results.record import Settings
 
 PROBE_TIMEOUT_S = 180
 HOST_PROBE = r"""
-import json, platform, shutil, subprocess, sys
+import json, os, platform, shutil, subprocess, sys
 ONLY = globals().get("ONLY", ("tensorflow", "pytorch"))  # the frameworks to import (probe_host sets it)
+CACHE = globals().get("CACHE")  # probe_host(cached=True): a digest of this script, naming its cache on the host
 out = {"python": platform.python_version(), "executable": sys.executable}
 try:
     with open("/etc/os-release") as fh:
@@ -43,6 +45,31 @@ if shutil.which("nvidia-smi"):
         out["driver"] = text.split()[0] if text.strip() else None
     except Exception as exc:
         out["driver_error"] = str(exc)[:200]
+def stamps(paths):
+    found = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            found.append([path, st.st_mtime_ns, st.st_size, st.st_ino])
+        except OSError:
+            found.append([path, None, None, None])
+    return found
+cache_file, cached = None, None
+if CACHE:  # the frameworks' part, kept until a file it came from changes (a sys.path directory, a module, a library)
+    import hashlib
+    key = json.dumps([CACHE, sorted(ONLY), sys.executable, sys.path, os.environ.get("LD_LIBRARY_PATH")])
+    cache_file = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "repro",
+                              "host-probe", hashlib.sha256(key.encode()).hexdigest()[:24] + ".json")
+    try:
+        with open(cache_file) as fh:
+            cached = json.load(fh)
+        if cached["stamps"] != stamps([p for p, *_ in cached["stamps"]]):
+            cached = None
+    except Exception:
+        cached = None
+base = dict(out)  # what every probe finds; the frameworks' part (cached or not) follows
+if cached is not None:
+    ONLY = ()  # nothing imported below: the cache says what they found
 try:
     if "tensorflow" not in ONLY:
         raise ImportError("not probed: the stack pins another framework")
@@ -64,6 +91,8 @@ try:
 except Exception as exc:
     out.setdefault("torch", {})["error"] = str(exc)[:200]
 try:
+    if cached is not None:
+        raise StopIteration
     import horovod
     out["horovod"] = horovod.__version__
     frameworks, errors, hvd = {}, [], None
@@ -84,8 +113,30 @@ try:
         raise ImportError("; ".join(errors) or "no framework for Horovod to bind to")
     out["horovod_built"] = {"mpi": bool(hvd.mpi_built()), "gloo": bool(hvd.gloo_built()),
                             "nccl": bool(hvd.nccl_built()), **frameworks}
+except StopIteration:
+    pass
 except Exception as exc:
     out["horovod_error"] = str(exc)[:200]
+if cached is not None:
+    out = {**base, **cached["found"]}
+elif cache_file:
+    files = [p for p in sys.path if p and os.path.isdir(p)]
+    for name in ("tensorflow", "torch", "horovod"):
+        module = sys.modules.get(name)
+        where = os.path.dirname(getattr(module, "__file__", None) or "") if module else ""
+        if where and name == "horovod":  # its built libraries: a rebuild in place changes what it supports
+            for folder, _, names in os.walk(where):  # the folders too: a library added changes their listing
+                files += [folder] + [os.path.join(folder, f) for f in names if ".so" in f or f.endswith(".py")]
+        elif where:
+            files.append(os.path.join(where, "__init__.py"))
+    found = {k: v for k, v in out.items() if k not in base}
+    try:
+        os.makedirs(os.path.dirname(cache_file), exist_ok=True)
+        with open(cache_file + ".tmp", "w") as fh:
+            json.dump({"stamps": stamps(files), "found": found}, fh)
+        os.replace(cache_file + ".tmp", cache_file)
+    except Exception:
+        pass
 try:
     text = subprocess.run(["mpirun", "--version"], capture_output=True, text=True, timeout=30).stdout
     out["mpi"] = text.splitlines()[0] if text else ""
@@ -95,14 +146,26 @@ print(json.dumps(out))
 """
 
 
-def probe_host(host: Host, via: Via | None = None, *, frameworks: tuple[str, ...] | None = None) -> Software:
-    """The software installed on `host` (its repro_python), as found by HOST_PROBE (over SSH, or `via`);
-    `frameworks`: import only these (a sweep needs only its stack's: importing TensorFlow and torch both took
-    most of a 1-point sweep's 7.5-9.5 s start-up on the loaded 2-core machine); None: every registered one."""
+def probe_script(frameworks: tuple[str, ...] | None = None, *, cached: bool = False) -> str:
+    """HOST_PROBE for these frameworks (None: every registered one), with its cache on the host where `cached`."""
     from repro.manifest.frameworks import FRAMEWORKS
 
     names = [n for n, _ in FRAMEWORKS.items()] if frameworks is None else list(frameworks)
     script = f"ONLY = {sorted(n for n in names if n.isidentifier())!r}\n" + HOST_PROBE  # registry names only
+    if cached:
+        script = f"CACHE = {hashlib.sha256(HOST_PROBE.encode()).hexdigest()[:16]!r}\n" + script
+    return script
+
+
+def probe_host(host: Host, via: Via | None = None, *, frameworks: tuple[str, ...] | None = None,
+               cached: bool = False) -> Software:
+    """The software installed on `host` (its repro_python), as found by HOST_PROBE (over SSH, or `via`);
+    `frameworks`: import only these (a sweep needs only its stack's: importing TensorFlow and torch both took
+    most of a 1-point sweep's 7.5-9.5 s start-up on the loaded 2-core machine); None: every registered one.
+    `cached`: the frameworks' part from the host's cache (~/.cache/repro/host-probe) while none of the files it came
+    from changed (sys.path's directories, the frameworks' modules, Horovod's libraries): importing TensorFlow
+    is most of a sweep's start-up; Python, the OS, the driver and MPI are probed every time."""
+    script = probe_script(frameworks, cached=cached)
     try:
         with (via or Remote)(host) as remote:
             res = remote.run([host.python, "-c", script], timeout=PROBE_TIMEOUT_S, max_bytes=MAX_PROBE_BYTES)
@@ -124,8 +187,8 @@ def check_hosts(stack: Stack, hosts: list[Host], *, backend: str, via: Via | Non
     """Probe each host's software; LaunchError listing every mismatch if any host differs from the stack."""
     pinned = (stack.framework,)  # the other frameworks' imports would only cost start-up time
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:  # each probe imports TF: in parallel
-        found = dict(zip([h.name for h in hosts], pool.map(lambda h: probe_host(h, via, frameworks=pinned), hosts),
-                         strict=True))
+        found = dict(zip([h.name for h in hosts], pool.map(lambda h: probe_host(h, via, frameworks=pinned, cached=True),
+                                                           hosts), strict=True))
     problems = [f"{name}: {p}" for name, sw in found.items() for p in mismatches(stack, sw, where="host",
                                                                                    backend=backend)]
     if problems:
