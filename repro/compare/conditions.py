@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -83,9 +82,6 @@ METRICS = (
 
 
 # Student's t quantiles of the few distinct run counts a comparison has, once each (each is a root search)
-_t_quantile = lru_cache(maxsize=256)(stats.t_quantile)
-
-
 def _values(records: Sequence[RunRecord], host: str, metric: _Metric) -> list[float]:
     out = []
     for r in records:
@@ -197,6 +193,6 @@ def instability(records: Sequence[RunRecord], side: str, warmup: str = steady.FI
         resid = logs - (slope * x + intercept)
         se = math.sqrt(float(resid @ resid) / (len(x) - 2) / float(((x - x.mean()) ** 2).sum()))
         drift = math.expm1(slope * (len(x) - 1))
-        if (se == 0 or abs(slope) / se > _t_quantile(0.975, len(x) - 2)) and abs(drift) > stats.DEFAULT_THRESHOLD:
+        if (se == 0 or abs(slope) / se > stats.t_quantile(0.975, len(x) - 2)) and abs(drift) > stats.DEFAULT_THRESHOLD:
             out.append(f"{side}: figures drifted by {drift:+.0%} from the first run to the last, in the order they ran")
     return tuple(out)

@@ -4,6 +4,7 @@ dependency). repro.results.stats and repro.results.sequential draw their interva
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 
 def _beta_fraction(a: float, b: float, x: float) -> float:
@@ -42,6 +43,7 @@ def t_tail(t: float, df: float) -> float:
     return 0.5 * _beta_regularized(df / 2.0, 0.5, df / (df + t * t))
 
 
+@lru_cache(maxsize=1024)  # a comparison asks for a few distinct (p, df) dozens of times; each is a root search
 def t_quantile(p: float, df: float) -> float:
     """The p-quantile (0.5 <= p < 1) of Student's t with `df` degrees of freedom."""
     tail = 1.0 - p
