@@ -1,4 +1,4 @@
-"""What does `repro bench` add per point, over the launcher line it runs? (target: <= 0.35 s after the first point, issue 42)
+"""What does `repro bench` add per point, over the launcher line it runs? (target: <= 0.35 s after the first point)
 
     python bench/launch_overhead.py [--points 5] [--repeats 3] [--probe]
 
