@@ -34,7 +34,8 @@ BUILTIN: dict[str, str] = {
 # with TFLOP/s and MFU as stated, the lm kind's figures. Plain data here, as BUILTIN is, so that compare and the
 # listings know the kind without importing the importers (tests/unit/test_import_lm_compare.py checks the list
 # against the readers).
-IMPORTED_KINDS: dict[str, str] = {"megatron": "lm", "torchtitan": "lm", "hf_trainer": "lm", "deepspeed": "lm"}
+IMPORTED_KINDS: dict[str, str] = {"megatron": "lm", "torchtitan": "lm", "hf_trainer": "lm", "deepspeed": "lm",
+                                 "dllogger_lm": "lm"}
 
 SPECS: dict[str, WorkloadSpec] = {}
 

@@ -24,6 +24,7 @@ from repro.results.fabric import Fabric
 from repro.results.importers import (
     bluefog,
     deepspeed,
+    dllogger,
     hf_trainer,
     horovod,
     imagenet_example,
@@ -48,7 +49,7 @@ READERS = {tf_cnn.TF_CNN: tf_cnn, horovod.HOROVOD: horovod, mllog.MLLOG: mllog, 
            nccl_tests.NCCL_TESTS: nccl_tests, megatron.MEGATRON: megatron, torchtitan.TORCHTITAN: torchtitan,
            hf_trainer.HF_TRAINER: hf_trainer, deepspeed.DEEPSPEED: deepspeed, bluefog.BLUEFOG: bluefog,
            mlperf_legacy.MLPERF_LEGACY: mlperf_legacy, torch_allreduce_bench.TORCH_ALLREDUCE: torch_allreduce_bench,
-           imagenet_example.PYTORCH_IMAGENET: imagenet_example}
+           imagenet_example.PYTORCH_IMAGENET: imagenet_example, dllogger.DLLOGGER: dllogger}
 FORMATS = tuple(READERS)
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
