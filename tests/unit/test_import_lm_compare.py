@@ -20,8 +20,11 @@ TITAN = REAL / "docs-pytorch-tutorial-torchtitan-llama3-8b.log"  # tps, tflops a
 
 def test_every_transformer_training_reader_gives_records_of_the_lm_kind():
     training = {name for name, reader in READERS.items() if "training_run" in vars(reader)}
-    assert training == {"megatron", "torchtitan", "hf_trainer", "deepspeed"}
-    assert set(IMPORTED_KINDS) == training and all(kind_of(name) == "lm" for name in training)
+    assert training == {"megatron", "torchtitan", "hf_trainer", "deepspeed", "dllogger"}
+    # DLLogger's runs are of the lm kind only where they count sequences (workload dllogger_lm); images: throughput
+    workloads = training - {"dllogger"} | {"dllogger_lm"}
+    assert set(IMPORTED_KINDS) == workloads and all(kind_of(name) == "lm" for name in workloads)
+    assert kind_of("dllogger") == "throughput"
     assert kind_of("horovod_synthetic") == "throughput" and kind_of("allreduce") == "allreduce"
     (record,) = import_file(str(MEGATRON_8), import_stack("k"), parse_overrides(["workers=8"]), {}).records
     assert kind_name(record) == "lm"

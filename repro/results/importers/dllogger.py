@@ -245,7 +245,8 @@ def read_run(lines: Sequence[Line], file: str, given: Mapping[str, Any] | None =
     for name, value in (given or {}).items():
         shown.put(name, value, None)
     metrics: dict[str, Any] = {
-        "format": DLLOGGER, "program": DLLOGGER, "items": "images", "key": key, "unit": (summary or measured[-1]).units.get(key, ""),
+        "format": DLLOGGER, "program": DLLOGGER, "items": "images", "key": key,
+        "unit": (summary or measured[-1]).units.get(key, ""),
         "iterations": [{"line": e.line, "step": list(e.step or ()), key: e.data.get(key)} for e in iterations],
         "stated": {key: how} if summary is not None else {
             key: f"each iteration's own value, lines {measured[0].line}-{measured[-1].line}"},
