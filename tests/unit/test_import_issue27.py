@@ -199,7 +199,10 @@ def _every_record():
         if "runs" not in expected:
             continue
         given = expected.get("set") or {}
-        sets = [f"{name}:{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in given.items()]
+        if isinstance(given, list):  # one setting per run: '#N:NAME=VALUE' (--set FILE#N:NAME=VALUE)
+            sets = [f"{name}{s}" for s in given]
+        else:
+            sets = [f"{name}:{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in given.items()]
         yield from ((name, r) for r in imported(REAL / name, *sets).records)
 
 
