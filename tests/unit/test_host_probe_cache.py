@@ -22,8 +22,11 @@ def host(tmp_path: Path) -> dict[str, str]:
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(
         'import os\nopen(os.environ["IMPORTS"], "a").write("x")\n__version__ = "0.28.1"\n')
+    # No bytecode files: Python trusts a .pyc whose source has the same size and mtime in whole seconds, so the
+    # stand-in rewritten within the same second ("0.28.1" -> "0.28.2") would be loaded from its stale .pyc and the
+    # test would see Python's cache, not repro's (which keys on mtime in nanoseconds, size and inode).
     return {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-            "IMPORTS": str(tmp_path / "imports")}
+            "IMPORTS": str(tmp_path / "imports"), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def probe(env: dict[str, str], *, cached: bool = True) -> dict:
