@@ -168,9 +168,18 @@ MAX_DIRECTORY_ENTRIES = 100_000
 MAX_DIRECTORY_DEPTH = 6
 
 
+def _not_the_root(path: Path) -> None:
+    """InputError for the filesystem's root, whatever it holds: a lean machine's / has fewer entries than the walk's
+    bound, and walking it would read every JSON file of the system as a candidate record."""
+    if Path(os.path.realpath(path)) == Path("/"):
+        raise InputError(f"{path}: more than a directory of run records holds (it is the filesystem's root): not a "
+                         "directory of run records", hint="give a store (--store), a results directory or a stack name")
+
+
 def _record_files(path: Path) -> list[Path]:
     """The *.json files under `path` (not following links, at most 6 levels down); InputError when it holds more
     than 100,000 entries: `--stack /` names a filesystem, not a directory of records, and is not walked."""
+    _not_the_root(path)
     found, seen = [], 0
     for folder, dirs, files in os.walk(path, onerror=lambda exc: None):
         seen += len(dirs) + len(files)
@@ -203,6 +212,7 @@ MAX_DIR_DEPTH = 8
 def _json_files(root: Path) -> list[Path]:
     """The record files (*.json) under `root`, sorted: a bounded walk (entries, depth; no symlinked directories);
     ResultsError when `root` holds more than a directory of records would."""
+    _not_the_root(root)
     found: list[Path] = []
     seen = 0
     todo = [(root, 0)]
